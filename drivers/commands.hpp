@@ -1,0 +1,10 @@
+// Each subcommand lives in its own file and registers itself here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace rrfp::cli {
+
+void add_hints_command(CLI::App& app);
+
+}  // namespace rrfp::cli

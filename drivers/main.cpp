@@ -1,0 +1,25 @@
+// rrfp: the command-line entry point. Subcommands register in commands.hpp.
+#include <cstdio>
+#include <exception>
+
+#include "drivers/commands.hpp"
+#include "graph/pipeline_spec.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"RRFP: readiness-first pipeline-parallel runtime on StarPU"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "rrfp 0.1.0");
+  rrfp::cli::add_hints_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const rrfp::SpecError& e) {
+    std::fprintf(stderr, "rrfp: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rrfp: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,41 @@
+// Hint generators (the schedule zoo) and the registry that names them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hints/hint.hpp"
+
+namespace rrfp {
+
+// --stages is the pipeline depth in devices (PyTorch's "ranks", the p of the
+// bubble formulas). Chunked hints put `chunks` model stages on each device.
+struct HintParams {
+  int stages = 4;        // devices in the pipeline
+  int microbatches = 8;
+  int chunks = 0;        // model stages per device; 0 = the hint's default
+  int split = -1;        // -1: the hint's default, 0: fused BW, 1: split B+W
+  int waves = 0;         // hanayo; 0 = default
+};
+
+struct HintInfo {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string description;
+  std::function<Hint(const HintParams&)> make;
+};
+
+const std::vector<HintInfo>& hint_registry();
+// Looks a name or alias up; `csv:PATH` imports a PyTorch CSV file instead.
+// Throws SpecError naming the problem (unknown hint, bad parameters).
+Hint make_hint(const std::string& name, const HintParams& p);
+
+// Individual generators.
+Hint gen_gpipe(const HintParams& p);
+Hint gen_1f1b(const HintParams& p);
+
+// Helper for generators: resolve the split flag against a default.
+bool resolve_split(const HintParams& p, bool default_split);
+
+}  // namespace rrfp
