@@ -1,0 +1,181 @@
+#include "sim/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace rrfp {
+
+void CommModel::validate() const {
+  if (!(latency_s >= 0) || std::isinf(latency_s)) throw SpecError(fmt::format("link latency must be >= 0 (got {})", latency_s));
+  if (!(bandwidth_Bps > 0)) throw SpecError(fmt::format("link bandwidth must be > 0 (got {})", bandwidth_Bps));
+  if (!(message_bytes >= 0)) throw SpecError(fmt::format("message size must be >= 0 (got {})", message_bytes));
+}
+
+namespace {
+
+struct Event {
+  double time;
+  long long seq;   // FIFO among equal times: deterministic
+  int task;        // task finished, or (arrival) the consumer task
+  bool arrival;
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+class Sim {
+ public:
+  Sim(const Hint& h, const SimOptions& o)
+      : h_(h), g_(*h.graph), o_(o), arb_(h, {o.mode, o.inflight_slack, {}}) {}
+
+  SimResult run() {
+    if (!o_.duration) throw SpecError("simulator needs a duration function");
+    o_.comm.validate();
+    const int n = g_.size(), D = h_.devices();
+    r_.start.assign(n, -1);
+    r_.end.assign(n, -1);
+    r_.busy.assign(D, 0);
+    r_.executed.assign(D, {});
+    missing_.resize(n);
+    busy_until_.assign(D, 0);
+    idle_.assign(D, 1);
+    held_act_.assign(D, 0);
+    r_.peak_activation_bytes.assign(D, 0);
+    link_free_.assign(static_cast<size_t>(D) * D, 0);
+    for (int id = 0; id < n; ++id) {
+      missing_[id] = g_.preds(id).size();
+      if (missing_[id] == 0) arb_.on_ready(id);
+    }
+    for (int d = 0; d < D; ++d) dispatch(d, 0);
+    while (!q_.empty()) {
+      double t = q_.top().time;
+      touched_.clear();
+      while (!q_.empty() && q_.top().time == t) {
+        Event e = q_.top();
+        q_.pop();
+        if (e.arrival) arrive(e.task);
+        else if (e.task < 0) release(-1 - e.task);
+        else finish(e.task, t);
+      }
+      for (int d : touched_) dispatch(d, t);
+    }
+    r_.complete = arb_.remaining() == 0;
+    if (!r_.complete) r_.stuck = "the run cannot progress:\n" + arb_.describe();
+    for (int d = 0; d < D; ++d) {
+      r_.makespan = std::max(r_.makespan, busy_until_[d]);
+      r_.peak_inflight.push_back(arb_.peak_inflight(d));
+      r_.inflight_cap.push_back(arb_.cap(d));
+    }
+    double busy = 0;
+    for (double b : r_.busy) busy += b;
+    r_.bubble_ratio = r_.makespan > 0 ? 1.0 - busy / (D * r_.makespan) : 0;
+    weights();
+    return std::move(r_);
+  }
+
+ private:
+  double act_bytes(int stage) const {
+    return o_.memory.activation_bytes.empty() ? 1.0 : o_.memory.activation_bytes[stage];
+  }
+  void push(double t, int task, bool arrival) { q_.push({t, seq_++, task, arrival}); }
+  void touch(int d) {
+    if (idle_[d] && std::find(touched_.begin(), touched_.end(), d) == touched_.end()) touched_.push_back(d);
+  }
+
+  void dispatch(int d, double t) {
+    if (!idle_[d]) return;
+    int task = arb_.take(d);
+    if (task < 0) return;
+    double dur = o_.duration(task);
+    if (!(dur >= 0)) throw SpecError(fmt::format("negative duration for task {}", g_.label(task)));
+    const Task& k = g_.task(task);
+    if (k.kind == Kind::F) {
+      held_act_[d] += act_bytes(k.stage);
+      r_.peak_activation_bytes[d] = std::max(r_.peak_activation_bytes[d], held_act_[d]);
+    }
+    idle_[d] = 0;
+    r_.start[task] = t;
+    r_.end[task] = t + dur;
+    r_.busy[d] += dur;
+    r_.executed[d].push_back(task);
+    busy_until_[d] = t + dur;
+    push(t + dur, task, false);
+  }
+
+  void finish(int task, double t) {
+    const Task& k = g_.task(task);
+    const int d = k.device;
+    arb_.on_finish(task);
+    if (is_backward(k.kind)) held_act_[d] -= act_bytes(k.stage);
+    double sender_free = t;
+    for (int s : g_.succs(task)) {
+      int to = g_.task(s).device;
+      if (to == d) {
+        ready_one(s);
+        continue;
+      }
+      const CommModel& c = o_.comm;
+      double wire = std::isinf(c.bandwidth_Bps) ? 0 : c.message_bytes / c.bandwidth_Bps;
+      double& link = link_free_[static_cast<size_t>(d) * h_.devices() + to];
+      double begin = c.serialize_links ? std::max(t, link) : t;
+      double extra = c.extra ? c.extra(task, s) : 0;
+      if (c.serialize_links) link = begin + wire;
+      double arrive_at = begin + wire + c.latency_s + extra;
+      if (!c.overlap) sender_free = std::max(sender_free, begin + wire);
+      if (arrive_at <= t) ready_one(s);
+      else push(arrive_at, s, true);
+    }
+    if (sender_free > t) {
+      // The sender is busy pushing bytes: it becomes idle later.
+      busy_until_[d] = sender_free;
+      push(sender_free, -1 - d, false);
+    } else {
+      idle_[d] = 1;
+      touch(d);
+    }
+  }
+
+  void arrive(int task) { ready_one(task); }
+  void release(int d) {
+    idle_[d] = 1;
+    touch(d);
+  }
+
+  void ready_one(int task) {
+    if (--missing_[task] == 0) {
+      arb_.on_ready(task);
+      touch(g_.task(task).device);
+    }
+  }
+
+  void weights() {
+    const PipelineSpec& sp = g_.spec();
+    r_.weight_bytes.assign(h_.devices(), 0);
+    std::set<std::pair<int, int>> seen;  // (device, stage) copies
+    for (int p = 0; p < sp.pipelines(); ++p)
+      for (int s = 0; s < sp.stages; ++s) {
+        int d = sp.placement[p][s];
+        if (seen.insert({d, s}).second)
+          r_.weight_bytes[d] += o_.memory.weight_bytes.empty() ? 1.0 : o_.memory.weight_bytes[s];
+      }
+  }
+
+  const Hint& h_;
+  const TaskGraph& g_;
+  const SimOptions& o_;
+  Arbiter arb_;
+  SimResult r_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q_;
+  long long seq_ = 0;
+  std::vector<int> missing_, touched_;
+  std::vector<unsigned char> idle_;
+  std::vector<double> busy_until_, held_act_, link_free_;
+};
+
+}  // namespace
+
+SimResult simulate(const Hint& hint, const SimOptions& opt) { return Sim(hint, opt).run(); }
+
+}  // namespace rrfp

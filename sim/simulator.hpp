@@ -1,0 +1,62 @@
+// Discrete-event simulator: executes a hint's task graph with the same
+// arbitration core as the StarPU policies (sched/arbiter.hpp), so what it
+// predicts is what the runtime decides. Durations come from a function of
+// the task (the seeded cost model of the runtime, or unit costs).
+#pragma once
+
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "hints/hint.hpp"
+#include "sched/arbiter.hpp"
+
+namespace rrfp {
+
+// Communication: a message crossing devices takes latency + bytes/bandwidth.
+// With serialize_links, transfers on one directed link go one at a time.
+// overlap=false makes the sending device wait for its transfer (no
+// compute/communication overlap).
+struct CommModel {
+  double latency_s = 0;
+  double bandwidth_Bps = std::numeric_limits<double>::infinity();
+  double message_bytes = 0;    // activation / gradient message size
+  bool serialize_links = true;
+  bool overlap = true;
+  // Extra delay for one transfer (e.g. the cost model's link jitter).
+  std::function<double(int from_task, int to_task)> extra;
+  void validate() const;
+};
+
+// Memory: activation bytes held per in-flight (stage, microbatch), from the
+// forward's start to the end of its backward (B or BW); weights per stage,
+// counted once per copy (Chimera's two directions hold two copies).
+struct MemoryModel {
+  std::vector<double> activation_bytes;  // per stage; empty = 1 per stage
+  std::vector<double> weight_bytes;      // per stage; empty = 1 per stage
+};
+
+struct SimOptions {
+  Mode mode = Mode::ReadinessFirst;
+  int inflight_slack = 0;
+  std::function<double(int)> duration;  // required
+  CommModel comm;
+  MemoryModel memory;
+};
+
+struct SimResult {
+  bool complete = false;
+  std::string stuck;                 // when !complete
+  double makespan = 0;
+  double bubble_ratio = 0;
+  std::vector<double> start, end;    // per task
+  std::vector<double> busy;          // per device
+  std::vector<int> peak_inflight, inflight_cap;
+  std::vector<double> peak_activation_bytes, weight_bytes;  // per device
+  std::vector<std::vector<int>> executed;  // per device, in execution order
+};
+
+SimResult simulate(const Hint& hint, const SimOptions& opt);
+
+}  // namespace rrfp
