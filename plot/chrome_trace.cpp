@@ -1,0 +1,85 @@
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "graph/pipeline_spec.hpp"
+#include "plot/timeline.hpp"
+
+namespace rrfp {
+
+void write_chrome_trace(const Timeline& t, const std::string& path) {
+  nlohmann::json ev = nlohmann::json::array();
+  ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", t.title}}}});
+  for (size_t i = 0; i < t.tracks.size(); ++i)
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", i}, {"args", {{"name", t.tracks[i]}}}});
+  for (const Slice& s : t.slices)
+    ev.push_back({{"name", s.name},
+                  {"ph", "X"},
+                  {"pid", 0},
+                  {"tid", s.track},
+                  {"ts", s.start_s * 1e6},
+                  {"dur", (s.end_s - s.start_s) * 1e6}});
+  std::ofstream out(path);
+  if (!out) throw SpecError(fmt::format("cannot write trace file '{}'", path));
+  out << nlohmann::json{{"traceEvents", ev}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+  if (!out.flush()) throw SpecError(fmt::format("cannot write trace file '{}'", path));
+}
+
+Timeline read_chrome_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SpecError(fmt::format("cannot read trace file '{}'", path));
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw SpecError(fmt::format("'{}' is not JSON: {}", path, e.what()));
+  }
+  const nlohmann::json* events = &j;
+  if (j.is_object()) {
+    if (!j.contains("traceEvents")) throw SpecError(fmt::format("'{}' has no traceEvents", path));
+    events = &j["traceEvents"];
+  }
+  if (!events->is_array()) throw SpecError(fmt::format("'{}': traceEvents is not a list", path));
+  Timeline t;
+  std::map<long long, int> track_of;  // (pid, tid) -> dense track index
+  std::map<long long, std::string> names;
+  auto key = [](const nlohmann::json& e) {
+    return e.value("pid", 0LL) * 1000003LL + (e.contains("tid") && e["tid"].is_number() ? e["tid"].get<long long>() : 0);
+  };
+  try {
+    for (const auto& e : *events) {
+      if (!e.is_object()) continue;
+      std::string ph = e.value("ph", "");
+      if (ph == "M" && e.value("name", "") == "thread_name") names[key(e)] = e["args"].value("name", "");
+      if (ph == "M" && e.value("name", "") == "process_name") t.title = e["args"].value("name", "");
+      if (ph != "X") continue;
+      Slice s;
+      long long k = key(e);
+      auto it = track_of.find(k);
+      if (it == track_of.end()) it = track_of.emplace(k, static_cast<int>(track_of.size())).first;
+      s.track = it->second;
+      s.name = e.value("name", "");
+      s.start_s = e.at("ts").get<double>() * 1e-6;
+      s.end_s = s.start_s + e.at("dur").get<double>() * 1e-6;
+      t.slices.push_back(s);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw SpecError(fmt::format("'{}': malformed trace event: {}", path, e.what()));
+  }
+  if (t.slices.empty()) throw SpecError(fmt::format("'{}' holds no complete (\"ph\":\"X\") events", path));
+  // Tracks sorted by their original key so device 0 is on top.
+  std::vector<std::pair<long long, int>> order(track_of.begin(), track_of.end());
+  std::vector<int> remap(order.size());
+  for (size_t i = 0; i < order.size(); ++i) remap[order[i].second] = static_cast<int>(i);
+  for (Slice& s : t.slices) s.track = remap[s.track];
+  for (const auto& [k, idx] : order) {
+    (void)idx;
+    auto n = names.find(k);
+    t.tracks.push_back(n != names.end() && !n->second.empty() ? n->second : fmt::format("track {}", t.tracks.size()));
+  }
+  return t;
+}
+
+}  // namespace rrfp

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "hints/generators.hpp"
+#include "hints/replay.hpp"
+#include "plot/timeline.hpp"
+#include "sim/sim_timeline.hpp"
+
+using namespace rrfp;
+
+namespace {
+std::string tmp(const std::string& name) { return ::testing::TempDir() + name; }
+}  // namespace
+
+TEST(Plot, TraceRoundTripAndPictures) {
+  Hint h = make_hint("1f1b", {3, 4, 0, -1, 0});
+  SimOptions o;
+  o.mode = Mode::ReadinessFirst;
+  o.duration = [&](int id) { return unit_cost(h.graph->task(id).kind); };
+  SimResult r = simulate(h, o);
+  Timeline t = to_timeline(h, r, "1f1b sim");
+  write_chrome_trace(t, tmp("t.json"));
+  Timeline back = read_chrome_trace(tmp("t.json"));
+  ASSERT_EQ(back.slices.size(), t.slices.size());
+  EXPECT_EQ(back.tracks, t.tracks);
+  EXPECT_EQ(back.title, "1f1b sim");
+  EXPECT_EQ(back.slices[0].name, t.slices[0].name);
+  EXPECT_NEAR(back.slices.back().end_s, t.slices.back().end_s, 1e-9);
+
+  render_timeline(back, tmp("t.png"));
+  std::ifstream png(tmp("t.png"), std::ios::binary);
+  char sig[8] = {};
+  png.read(sig, 8);
+  EXPECT_EQ(std::string(sig + 1, 3), "PNG");
+  render_timeline(back, tmp("t.svg"));
+  std::ifstream svg(tmp("t.svg"));
+  std::string all((std::istreambuf_iterator<char>(svg)), {});
+  EXPECT_NE(all.find("<svg"), std::string::npos);
+  EXPECT_THROW(render_timeline(back, tmp("t.bmp")), SpecError);
+}
+
+TEST(Plot, MalformedTracesAreRejected) {
+  std::ofstream(tmp("bad.json")) << "{not json";
+  EXPECT_THROW(read_chrome_trace(tmp("bad.json")), SpecError);
+  std::ofstream(tmp("empty.json")) << R"({"traceEvents": []})";
+  EXPECT_THROW(read_chrome_trace(tmp("empty.json")), SpecError);
+  std::ofstream(tmp("nots.json")) << R"({"traceEvents": [{"ph":"X","name":"0F0"}]})";
+  EXPECT_THROW(read_chrome_trace(tmp("nots.json")), SpecError);
+  EXPECT_THROW(read_chrome_trace(tmp("missing.json")), SpecError);
+}
