@@ -1,0 +1,64 @@
+// Seeded synthetic cost model: every task's duration and every cross-device
+// transfer delay is drawn before a run starts, so all policies (and the
+// simulator) face exactly the same realized durations for one seed.
+// Pure C++, no StarPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/task_graph.hpp"
+
+namespace rrfp {
+
+// Base cost per kind, in units (scaled by CostOptions::unit_ms).
+struct BaseCost {
+  double f = 1, b = 1, w = 1;
+  double bw = -1;  // fused backward; < 0 means b + w
+  double of(Kind k) const;
+};
+// "F=1,B=1,W=1", "F=1,BW=2", any subset; keys case-insensitive.
+BaseCost parse_cost(const std::string& spec);
+
+struct Variability {
+  enum class Type { None, LogNormal, Straggler, Multimodal };
+  Type type = Type::None;
+  double sigma = 0;            // lognormal, multimodal
+  int stage = 0;               // straggler: model stage slowed
+  double factor = 1, prob = 0; // straggler
+  std::string spec = "none";   // as given, for reports
+};
+// none | lognormal:SIGMA | straggler:STAGE:FACTOR:PROB | multimodal:SIGMA
+Variability parse_variability(const std::string& spec);
+
+struct CostOptions {
+  BaseCost base;
+  double unit_ms = 1;
+  Variability var;
+  double link_ms = 0;      // mean delay of an edge that crosses devices
+  double link_jitter = 0;  // relative, in [0, 1): uniform in ms*(1 +- jitter)
+  std::uint64_t seed = 1;
+};
+void validate(const CostOptions& o);  // throws SpecError
+
+// Realized durations, in seconds.
+struct Durations {
+  std::vector<double> task_s;   // per task id
+  std::vector<double> edge_s;   // per edge (global index into the pred array); 0 on one device
+  std::vector<int> edge_off;    // per task: first edge index of its preds, size n+1
+  double edge(int task, int k) const { return edge_s[edge_off[task] + k]; }  // k-th pred of task
+};
+
+// Draws from (seed, kind, stage, microbatch) alone, so a task has the same
+// cost in every graph that contains it (e.g. F costs agree across hints).
+Durations draw(const TaskGraph& g, const CostOptions& o);
+
+struct LowerBound {
+  double bound = 0;                // max of all below
+  double critical_path = 0;        // longest chain incl. transfer delays
+  std::vector<double> per_device;  // earliest first start + busy + shortest tail
+};
+LowerBound lower_bound(const TaskGraph& g, const Durations& d);
+
+}  // namespace rrfp
