@@ -1,0 +1,85 @@
+#include "train/memory.hpp"
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace rrfp::train {
+
+namespace {
+
+thread_local std::shared_ptr<MemCounter> t_charge;
+
+struct Entry {
+  std::shared_ptr<MemCounter> counter;
+  std::int64_t bytes;
+};
+
+// Keeps context == data so that raw_allocate() users still work; the side
+// table remembers which counter a pointer was charged to.
+class CountingAllocator final : public c10::Allocator {
+ public:
+  explicit CountingAllocator(c10::Allocator* base) : base_(base) { base_deleter_ = base->raw_deleter(); }
+
+  c10::DataPtr allocate(size_t n) const override {
+    c10::DataPtr dp = base_->allocate(n);
+    if (!t_charge || dp.get() == nullptr || dp.get() != dp.get_context() ||
+        dp.get_deleter() != base_deleter_)
+      return dp;
+    void* p = dp.release_context();
+    {
+      std::lock_guard<std::mutex> g(mu());
+      table()[p] = Entry{t_charge, static_cast<std::int64_t>(n)};
+    }
+    t_charge->live.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+    return c10::DataPtr(p, p, &CountingAllocator::free_charged, c10::Device(c10::DeviceType::CPU));
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return base_deleter_; }
+
+  static void free_charged(void* p) {
+    Entry e;
+    {
+      std::lock_guard<std::mutex> g(mu());
+      auto it = table().find(p);
+      e = std::move(it->second);
+      table().erase(it);
+    }
+    e.counter->live.fetch_sub(e.bytes, std::memory_order_relaxed);
+    s_base_deleter(p);
+  }
+
+  static c10::DeleterFnPtr s_base_deleter;
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::unordered_map<void*, Entry>& table() {
+    static auto* t = new std::unordered_map<void*, Entry>();  // outlives static tensors
+    return *t;
+  }
+  c10::Allocator* base_;
+  c10::DeleterFnPtr base_deleter_;
+};
+
+c10::DeleterFnPtr CountingAllocator::s_base_deleter = nullptr;
+
+}  // namespace
+
+void install_memory_accounting() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    c10::Allocator* base = c10::GetCPUAllocator();
+    auto* a = new CountingAllocator(base);  // lives as long as the process
+    CountingAllocator::s_base_deleter = base->raw_deleter();
+    c10::SetCPUAllocator(a, /*priority=*/100);
+  });
+}
+
+ChargeScope::ChargeScope(std::shared_ptr<MemCounter> c) : prev_(std::move(t_charge)) { t_charge = std::move(c); }
+ChargeScope::~ChargeScope() { t_charge = std::move(prev_); }
+
+}  // namespace rrfp::train

@@ -1,0 +1,195 @@
+#include "train/pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace rrfp::train {
+
+std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windows, int M, int b, int T) {
+  const int64_t w = T + 1;
+  if (static_cast<int64_t>(windows.size()) != int64_t{M} * b * w)
+    throw std::invalid_argument("make_microbatches: window bytes do not match M * b * (T + 1)");
+  auto all = torch::from_blob(const_cast<std::uint8_t*>(windows.data()), {int64_t{M} * b, w}, torch::kUInt8)
+                 .to(torch::kInt64);
+  std::vector<Microbatch> out;
+  for (int m = 0; m < M; ++m) {
+    auto rows = all.slice(0, int64_t{m} * b, int64_t{m + 1} * b);
+    out.push_back({rows.slice(1, 0, T).contiguous(), rows.slice(1, 1, w).contiguous()});
+  }
+  return out;
+}
+
+Pipeline::Pipeline(const GptModel& model, int model_stages, int microbatches, bool deterministic)
+    : model_(&model), M_(microbatches), det_(deterministic) {
+  install_memory_accounting();
+  const auto ranges = partition_blocks(model.config().layers, model_stages);
+  for (int s = 0; s < model_stages; ++s) {
+    stages_.emplace_back(model, ranges[s], s == 0, s + 1 == model_stages);
+    mem_.push_back(std::make_shared<MemCounter>());
+  }
+  acc_mu_ = std::make_unique<std::mutex[]>(model_stages);
+  peak_ = std::make_unique<std::atomic<std::int64_t>[]>(model_stages);
+}
+
+Pipeline::~Pipeline() {
+  // Free autograd state before the counters it is charged to go away.
+  slots_.clear();
+}
+
+void Pipeline::begin_step(std::vector<Microbatch> mbs) {
+  if (static_cast<int>(mbs.size()) != M_)
+    throw std::invalid_argument(fmt::format("begin_step: {} microbatches, expected {}", mbs.size(), M_));
+  mbs_ = std::move(mbs);
+  slots_.assign(static_cast<size_t>(stages()) * M_, Slot{});
+  losses_.assign(M_, 0.0f);
+  acc_.assign(det_ ? static_cast<size_t>(stages()) * M_ : stages(), {});
+  for (int s = 0; s < stages(); ++s) peak_[s].store(0);
+}
+
+void Pipeline::check_order(bool ok, const char* what, int s, int m) const {
+  if (!ok) throw std::logic_error(fmt::format("pass order violated: {} of stage {} microbatch {}", what, s, m));
+}
+
+std::vector<torch::Tensor> Pipeline::params_of(int s) const {
+  std::vector<torch::Tensor> p;
+  for (const auto& np : stages_[s].params()) p.push_back(np.t);
+  return p;
+}
+
+void Pipeline::run(Kind k, int s, int m) {
+  // Each worker is one device: no intra-op threads under it.
+  static thread_local bool single = (torch::set_num_threads(1), true);
+  (void)single;
+  switch (k) {
+    case Kind::F: return forward(s, m);
+    case Kind::B: return backward_input(s, m);
+    case Kind::W: return backward_weight(s, m);
+    case Kind::BW: return backward_full(s, m);
+  }
+}
+
+void Pipeline::forward(int s, int m) {
+  Slot& sl = slot(s, m);
+  {
+    ChargeScope charge(mem_[s]);
+    if (s == 0) {
+      sl.input = mbs_[m].tokens;
+    } else {
+      Slot& prev = slot(s - 1, m);
+      check_order(prev.output.defined(), "F before the previous stage's F", s, m);
+      // The copy stands for the transfer between devices: the received
+      // activation belongs to this stage.
+      sl.input = prev.output.detach().clone().requires_grad_(true);
+    }
+    torch::Tensor y = stages_[s].forward(sl.input);
+    if (stages_[s].last()) {
+      torch::Tensor l = GptModel::loss(y, mbs_[m].targets);
+      losses_[m] = l.item<float>();
+      // The iteration's loss is the mean over microbatches.
+      y = l / static_cast<double>(M_);
+    }
+    sl.output = y;
+  }
+  const std::int64_t live = mem_[s]->live.load();
+  std::int64_t p = peak_[s].load();
+  while (live > p && !peak_[s].compare_exchange_weak(p, live)) {
+  }
+}
+
+void Pipeline::take_grad_out(int s, int m) {
+  Slot& sl = slot(s, m);
+  if (sl.grad_out.defined()) return;
+  if (stages_[s].last()) {
+    sl.grad_out = torch::ones_like(sl.output);
+  } else {
+    Slot& next = slot(s + 1, m);
+    check_order(next.grad_in.defined(), "backward before the next stage's backward", s, m);
+    sl.grad_out = std::move(next.grad_in);
+    next.grad_in = torch::Tensor();
+  }
+}
+
+void Pipeline::backward_input(int s, int m) {
+  Slot& sl = slot(s, m);
+  check_order(sl.output.defined(), "B before F", s, m);
+  take_grad_out(s, m);
+  // The first stage's input is token ids: no gradient to hand back, so its
+  // W does the whole backward.
+  if (s == 0) return;
+  sl.grad_in = torch::autograd::grad({sl.output}, {sl.input}, {sl.grad_out}, /*retain_graph=*/true)[0];
+}
+
+void Pipeline::backward_weight(int s, int m) {
+  Slot& sl = slot(s, m);
+  check_order(sl.output.defined() && sl.grad_out.defined(), "W before B", s, m);
+  auto grads = torch::autograd::grad({sl.output}, params_of(s), {sl.grad_out}, /*retain_graph=*/false);
+  sl.input = sl.output = sl.grad_out = torch::Tensor();
+  accumulate(s, m, std::move(grads));
+}
+
+void Pipeline::backward_full(int s, int m) {
+  Slot& sl = slot(s, m);
+  check_order(sl.output.defined(), "BW before F", s, m);
+  take_grad_out(s, m);
+  std::vector<torch::Tensor> inputs = params_of(s);
+  if (s > 0) inputs.insert(inputs.begin(), sl.input);
+  auto grads = torch::autograd::grad({sl.output}, inputs, {sl.grad_out}, /*retain_graph=*/false);
+  if (s > 0) {
+    sl.grad_in = grads[0];
+    grads.erase(grads.begin());
+  }
+  sl.input = sl.output = sl.grad_out = torch::Tensor();
+  accumulate(s, m, std::move(grads));
+}
+
+void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
+  if (det_) {
+    acc_[static_cast<size_t>(s) * M_ + m] = std::move(grads);
+    return;
+  }
+  std::lock_guard<std::mutex> g(acc_mu_[s]);
+  auto& acc = acc_[s];
+  if (acc.empty()) {
+    // Own copies: a returned gradient may share storage with autograd state.
+    for (auto& t : grads) acc.push_back(t.clone());
+    return;
+  }
+  for (size_t i = 0; i < acc.size(); ++i) acc[i].add_(grads[i]);
+}
+
+std::vector<torch::Tensor> Pipeline::stage_grads(int s) const {
+  if (!det_) return acc_[s];
+  std::vector<torch::Tensor> sum;
+  for (int m = 0; m < M_; ++m) {
+    const auto& g = acc_[static_cast<size_t>(s) * M_ + m];
+    if (g.empty()) throw std::logic_error(fmt::format("stage {} microbatch {} has no gradient", s, m));
+    if (m == 0) {
+      for (const auto& t : g) sum.push_back(t.clone());
+    } else {
+      for (size_t i = 0; i < sum.size(); ++i) sum[i].add_(g[i]);
+    }
+  }
+  return sum;
+}
+
+double Pipeline::loss() const {
+  double sum = 0;
+  for (float l : losses_) sum += l;
+  return sum / M_;
+}
+
+std::vector<std::int64_t> Pipeline::peak_activation_bytes() const {
+  std::vector<std::int64_t> out(stages());
+  for (int s = 0; s < stages(); ++s) out[s] = peak_[s].load();
+  return out;
+}
+
+std::int64_t Pipeline::grad_buffer_bytes() const {
+  std::int64_t b = 0;
+  for (const auto& v : acc_)
+    for (const auto& t : v) b += t.numel() * static_cast<std::int64_t>(t.element_size());
+  return b;
+}
+
+}  // namespace rrfp::train

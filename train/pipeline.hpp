@@ -1,0 +1,90 @@
+// The per-stage pass functions of pipeline training. One Pipeline holds the
+// autograd state of every (model stage, microbatch) of one iteration; a task
+// body calls run(kind, stage, mb) and the executor (StarPU, or a replay of a
+// hint in tests) supplies the order. Tasks of different (stage, mb) touch
+// disjoint state; W/BW tasks of one stage share the stage's gradient
+// accumulator (guarded, and StarPU's STARPU_RW|STARPU_COMMUTE access
+// serialises them in any order).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "graph/task_graph.hpp"
+#include "train/memory.hpp"
+#include "train/model.hpp"
+
+namespace rrfp::train {
+
+struct Microbatch {
+  torch::Tensor tokens;   // [b, T] int64
+  torch::Tensor targets;  // [b, T] int64, tokens shifted by one
+};
+
+// Splits M*b windows of T+1 bytes (Sampler::next) into M microbatches.
+std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windows, int microbatches,
+                                          int micro_batch_size, int seq_len);
+
+class Pipeline {
+ public:
+  // deterministic: keep one gradient buffer per (stage, microbatch) and sum
+  // them in microbatch order at the end, so the result does not depend on
+  // the order W tasks ran in; costs (M - 1) extra copies of the gradients.
+  Pipeline(const GptModel& model, int model_stages, int microbatches, bool deterministic);
+  ~Pipeline();
+
+  int stages() const { return static_cast<int>(stages_.size()); }
+  int microbatches() const { return M_; }
+  const StageModule& stage(int s) const { return stages_[s]; }
+
+  // Starts an iteration: clears state, gradients and peaks.
+  void begin_step(std::vector<Microbatch> mbs);
+  // The task body: one pass of one microbatch on one model stage.
+  void run(Kind k, int stage, int mb);
+  void forward(int s, int m);          // F: keeps the autograd graph
+  void backward_input(int s, int m);   // B: grad of the stage input, graph kept
+  void backward_weight(int s, int m);  // W: grad of the parameters, graph freed
+  void backward_full(int s, int m);    // BW: both at once
+
+  // After every task of the iteration ran: the stage's parameter gradients
+  // (mean over microbatches), in the order of stage(s).params().
+  std::vector<torch::Tensor> stage_grads(int s) const;
+  // Mean of the microbatch losses, summed in microbatch order.
+  double loss() const;
+  std::vector<float> microbatch_losses() const { return losses_; }
+  // Per stage: the largest activation footprint seen at the end of a
+  // forward this iteration (see memory.hpp for what is counted).
+  std::vector<std::int64_t> peak_activation_bytes() const;
+  // Bytes of gradient buffers held per stage at the end of the iteration.
+  std::int64_t grad_buffer_bytes() const;
+
+ private:
+  struct Slot {
+    torch::Tensor input, output, grad_out, grad_in;
+  };
+  Slot& slot(int s, int m) { return slots_[static_cast<size_t>(s) * M_ + m]; }
+  std::vector<torch::Tensor> params_of(int s) const;
+  void accumulate(int s, int m, std::vector<torch::Tensor> grads);
+  void take_grad_out(int s, int m);
+  void check_order(bool ok, const char* what, int s, int m) const;
+
+  const GptModel* model_;
+  int M_;
+  bool det_;
+  std::vector<StageModule> stages_;
+  std::vector<Microbatch> mbs_;
+  std::vector<Slot> slots_;
+  std::vector<float> losses_;
+  // Non-deterministic: one running sum per stage; deterministic: per (s, m).
+  std::vector<std::vector<torch::Tensor>> acc_;
+  std::unique_ptr<std::mutex[]> acc_mu_;
+  std::vector<std::shared_ptr<MemCounter>> mem_;
+  std::unique_ptr<std::atomic<std::int64_t>[]> peak_;
+};
+
+}  // namespace rrfp::train

@@ -1,0 +1,24 @@
+// The plain LibTorch reference: the whole model in one autograd graph, one
+// backward per microbatch accumulating into .grad. No pipeline, no StarPU.
+// Tests compare the pipeline's gradients with it; perf uses it as the
+// baseline loop.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "train/model.hpp"
+#include "train/pipeline.hpp"
+
+namespace rrfp::train {
+
+struct ReferenceStep {
+  double loss = 0;                   // mean of microbatch losses
+  std::vector<float> mb_losses;
+  std::vector<torch::Tensor> grads;  // per parameter, model.all_params() order
+};
+
+ReferenceStep reference_step(const GptModel& model, const std::vector<Microbatch>& mbs);
+
+}  // namespace rrfp::train
