@@ -7,5 +7,6 @@ namespace rrfp::cli {
 
 void add_hints_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
+void add_sim_command(CLI::App& app);
 
 }  // namespace rrfp::cli

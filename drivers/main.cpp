@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "rrfp 0.1.0");
   rrfp::cli::add_hints_command(app);
   rrfp::cli::add_plot_command(app);
+  rrfp::cli::add_sim_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

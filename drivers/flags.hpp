@@ -1,0 +1,62 @@
+// Flags shared by several subcommands (hint selection, the cost model), so
+// `rrfp bench`, `rrfp sim` and `rrfp train` spell them the same way.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "codelets/cost_model.hpp"
+#include "hints/generators.hpp"
+
+namespace rrfp::cli {
+
+struct HintFlags {
+  std::string hint = "1f1b";
+  HintParams params;
+  bool split = false, fused = false;
+  Hint make() const {
+    HintParams p = params;
+    if (split && fused) throw SpecError("--split and --fused exclude each other");
+    if (split) p.split = 1;
+    if (fused) p.split = 0;
+    return make_hint(hint, p);
+  }
+};
+
+inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = true) {
+  auto* o = app->add_option("--hint", f.hint, "hint name (rrfp hints list) or csv:PATH");
+  if (hint_required) o->required();
+  app->add_option("--stages", f.params.stages, "pipeline devices (p)");
+  app->add_option("--microbatches", f.params.microbatches, "microbatches per iteration");
+  app->add_option("--chunks", f.params.chunks, "model stages per device (interleaved hints)");
+  app->add_option("--waves", f.params.waves, "waves (hanayo)");
+  app->add_flag("--split", f.split, "split backward into B (input) and W (weights)");
+  app->add_flag("--fused", f.fused, "fused backward (one BW task)");
+}
+
+struct CostFlags {
+  std::string cost = "F=1,B=1,W=1";
+  std::string variability = "none";
+  CostOptions opt;
+  CostOptions resolve() const {
+    CostOptions o = opt;
+    o.base = parse_cost(cost);
+    o.var = parse_variability(variability);
+    validate(o);
+    return o;
+  }
+};
+
+inline void add_cost_flags(CLI::App* app, CostFlags& f) {
+  app->add_option("--cost", f.cost, "base cost per kind in units, e.g. F=1,B=1,W=1 or F=1,BW=2");
+  app->add_option("--unit-ms", f.opt.unit_ms, "milliseconds per cost unit");
+  app->add_option("--variability", f.variability,
+                  "none | lognormal:SIGMA | straggler:STAGE:FACTOR:PROB | multimodal:SIGMA");
+  app->add_option("--link-ms", f.opt.link_ms, "delay of a transfer between devices (ms)");
+  app->add_option("--link-jitter", f.opt.link_jitter, "relative jitter of transfer delays, in [0,1)");
+  app->add_option("--seed", f.opt.seed, "seed of the cost model");
+}
+
+}  // namespace rrfp::cli

@@ -1,0 +1,52 @@
+#include "sim/scenario.hpp"
+
+namespace rrfp {
+
+ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
+  const TaskGraph& g = *hint.graph;
+  validate(sc.cost);
+  Durations d = draw(g, sc.cost);
+  SimOptions o;
+  o.mode = sc.mode;
+  o.inflight_slack = sc.inflight_slack;
+  o.duration = [&d](int id) { return d.task_s[id]; };
+  o.comm = sc.comm;
+  o.comm.extra = [&g, &d](int from, int to) {
+    int k = 0;
+    for (int p : g.preds(to)) {
+      if (p == from) return d.edge(to, k);
+      ++k;
+    }
+    return 0.0;
+  };
+  o.memory = sc.memory;
+  ScenarioResult r{simulate(hint, o), lower_bound(g, d)};
+  return r;
+}
+
+nlohmann::json scenario_json(const Hint& hint, const Scenario& sc, const ScenarioResult& r) {
+  const PipelineSpec& sp = hint.spec();
+  const SimResult& s = r.sim;
+  return {{"policy", sc.mode == Mode::Strict ? "rrfp-fixed" : "rrfp"},
+          {"simulated", true},
+          {"hint", hint.name},
+          {"stages", sp.stages},
+          {"devices", sp.devices},
+          {"microbatches", sp.microbatches},
+          {"split_backward", sp.split_backward},
+          {"seed", sc.cost.seed},
+          {"variability", sc.cost.var.spec},
+          {"tasks", hint.graph->size()},
+          {"complete", s.complete},
+          {"makespan_s", s.makespan},
+          {"lower_bound_s", r.lb.bound},
+          {"makespan_over_lb", r.lb.bound > 0 ? s.makespan / r.lb.bound : 0.0},
+          {"bubble_ratio", s.bubble_ratio},
+          {"busy_s", s.busy},
+          {"peak_inflight", s.peak_inflight},
+          {"inflight_cap", s.inflight_cap},
+          {"peak_activation_bytes", s.peak_activation_bytes},
+          {"weight_bytes", s.weight_bytes}};
+}
+
+}  // namespace rrfp

@@ -1,0 +1,31 @@
+// One simulated run of the synthetic workload: the runtime's seeded cost
+// model (codelets/cost_model.hpp) drives the simulator, so a seed gives the
+// same durations in `rrfp sim` and `rrfp bench`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "codelets/cost_model.hpp"
+#include "sim/simulator.hpp"
+
+namespace rrfp {
+
+struct Scenario {
+  CostOptions cost;
+  CommModel comm;      // latency/bandwidth on top of the cost model's link delays
+  MemoryModel memory;
+  Mode mode = Mode::ReadinessFirst;
+  int inflight_slack = 0;
+};
+
+struct ScenarioResult {
+  SimResult sim;
+  LowerBound lb;
+};
+
+ScenarioResult run_scenario(const Hint& hint, const Scenario& sc);
+
+// The fields `rrfp bench --json` writes, plus the simulator's memory fields.
+nlohmann::json scenario_json(const Hint& hint, const Scenario& sc, const ScenarioResult& r);
+
+}  // namespace rrfp
