@@ -1,0 +1,60 @@
+// rrfp train: pipeline-parallel training of a LibTorch model, every pass a
+// StarPU task; the policy comes from STARPU_SCHED as in `rrfp bench`.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "drivers/commands.hpp"
+#include "graph/pipeline_spec.hpp"
+#include "train/trainer.hpp"
+
+namespace rrfp::cli {
+
+void add_train_command(CLI::App& app) {
+  auto o = std::make_shared<train::TrainOptions>();
+  auto split = std::make_shared<bool>(false), fused = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
+  auto* c = app.add_subcommand("train", "Train a model (gpt-tiny) with pipeline parallelism on StarPU");
+  c->add_option("--model", o->model, "model: gpt-tiny")->capture_default_str();
+  c->add_option("--stages", o->stages, "pipeline devices (StarPU CPU workers)")->capture_default_str();
+  c->add_option("--microbatches", o->microbatches, "microbatches per step")->capture_default_str();
+  c->add_option("--micro-batch-size", o->micro_batch_size, "sequences per microbatch")->capture_default_str();
+  c->add_option("--batch-size", o->batch_size, "sequences per step (instead of --micro-batch-size)");
+  c->add_option("--steps", o->steps, "train until this step")->capture_default_str();
+  c->add_option("--hint", o->hint, "schedule hint (rrfp hints list)")->capture_default_str();
+  c->add_option("--chunks", o->chunks, "model stages per device (interleaved hints)");
+  c->add_flag("--split", *split, "split backward into B (input) and W (weights)");
+  c->add_flag("--fused", *fused, "fused backward (one BW task)");
+  c->add_option("--data", o->data_path, "text file to train on (default: generated corpus)");
+  c->add_option("--lr", o->lr, "AdamW learning rate")->capture_default_str();
+  c->add_option("--seed", o->seed, "seed of weights, corpus and sampling")->capture_default_str();
+  c->add_flag("--deterministic", o->deterministic,
+              "reduce gradients in microbatch order: bitwise-reproducible losses");
+  c->add_option("--checkpoint", o->checkpoint_dir, "checkpoint directory");
+  c->add_option("--checkpoint-every", o->checkpoint_every, "steps between checkpoints (0: at the end)");
+  c->add_flag("--resume", o->resume, "continue from the checkpoint in --checkpoint DIR");
+  c->add_option("--json", o->json_path, "write the run as JSON");
+  c->add_option("--trace", o->trace_path, "write a Chrome trace of every task");
+  c->add_option("--executor", o->executor, "starpu | replay (one thread, hint order) | plain (no pipeline)")
+      ->capture_default_str();
+  c->add_option("--layers", o->gpt.layers, "transformer blocks")->capture_default_str();
+  c->add_option("--d-model", o->gpt.d_model, "model width")->capture_default_str();
+  c->add_option("--heads", o->gpt.heads, "attention heads")->capture_default_str();
+  c->add_option("--seq-len", o->gpt.seq_len, "tokens per sequence")->capture_default_str();
+  c->add_flag("--quiet", *quiet, "no progress lines");
+  c->callback([o, split, fused, quiet] {
+    if (*split && *fused) throw SpecError("--split and --fused exclude each other");
+    o->split = *split ? 1 : (*fused ? 0 : -1);
+    auto res = train::train(*o, [&](const train::StepRecord& r) {
+      if (*quiet) return;
+      fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB\n", r.step, r.loss,
+                 r.tokens_per_s, r.bubble_ratio, r.peak_activation_bytes / 1048576.0);
+      std::fflush(stdout);
+    });
+    if (!*quiet && !res.steps.empty())
+      fmt::print("done: {} steps, policy {}, final loss {:.4f}\n", res.steps.size(), res.policy,
+                 res.steps.back().loss);
+  });
+}
+
+}  // namespace rrfp::cli

@@ -1,0 +1,296 @@
+#include "train/trainer.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hints/generators.hpp"
+#include "plot/timeline.hpp"
+#if __has_include("runtime/executor.hpp")  // the executor lands in its own commit
+#include "runtime/executor.hpp"
+#define RRFP_TRAIN_HAVE_EXECUTOR 1
+#endif
+#include "train/adamw.hpp"
+#include "train/checkpoint.hpp"
+#include "train/data.hpp"
+#include "train/pipeline.hpp"
+#include "train/reference.hpp"
+#include "train/replay_order.hpp"
+
+namespace rrfp::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// RRFP_FAIL_TASK=1B0 makes that task throw (RRFP_FAIL_STEP=k: only at step
+// k), to test that a failing pass stops the run cleanly. Both the PyTorch
+// cell label (1I0 = B, 1B0 = BW) and kind names (1B0 = B, 1BW0) match.
+struct Fault {
+  std::string task;
+  int step = -1;
+  static Fault from_env() {
+    Fault f;
+    if (const char* t = std::getenv("RRFP_FAIL_TASK")) f.task = t;
+    if (const char* s = std::getenv("RRFP_FAIL_STEP")) f.step = std::atoi(s);
+    return f;
+  }
+  bool hits(const TaskGraph& g, int id, int step) const {
+    if (task.empty() || (step_set() && step != this->step)) return false;
+    const Task& t = g.task(id);
+    return g.label(id) == task || fmt::format("{}{}{}", t.stage, kind_name(t.kind), t.mb) == task;
+  }
+  bool step_set() const { return step >= 0; }
+};
+
+void check_options(const TrainOptions& o) {
+  if (o.model != "gpt-tiny") throw SpecError(fmt::format("unknown model '{}' (known: gpt-tiny)", o.model));
+  o.gpt.validate();
+  auto positive = [](int v, const char* flag) {
+    if (v < 1) throw SpecError(fmt::format("{} must be at least 1, got {}", flag, v));
+  };
+  positive(o.stages, "--stages");
+  positive(o.microbatches, "--microbatches");
+  positive(o.micro_batch_size, "--micro-batch-size");
+  positive(o.steps, "--steps");
+  if (o.batch_size < 0) throw SpecError("--batch-size must be positive");
+  if (o.batch_size > 0 && o.batch_size % o.microbatches != 0)
+    throw SpecError(fmt::format("--batch-size {} cannot be divided into {} microbatches of equal size",
+                                o.batch_size, o.microbatches));
+  if (o.checkpoint_every < 0) throw SpecError("--checkpoint-every must not be negative");
+  if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
+  if (!(o.lr > 0)) throw SpecError("--lr must be positive");
+  if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
+    throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
+}
+
+nlohmann::json gpt_json(const GptConfig& c) {
+  return {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"layers", c.layers}, {"seq_len", c.seq_len}};
+}
+
+CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t) {
+  auto c = t.detach().contiguous();
+  CkptTensor out{name, c.sizes().vec(), {}};
+  out.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  return out;
+}
+
+void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, const std::string& where) {
+  const CkptTensor* ct = c.find(name);
+  if (!ct || ct->shape != t.sizes().vec())
+    throw CheckpointError(fmt::format("checkpoint '{}' does not match this model: tensor '{}' {}", where, name,
+                                      ct ? "has another shape" : "is missing"));
+  torch::NoGradGuard g;
+  t.copy_(torch::from_blob(const_cast<float*>(ct->data.data()), ct->shape, torch::kFloat32));
+}
+
+// The run's identity: a checkpoint is refused unless these agree.
+nlohmann::json identity(const TrainOptions& o, int model_stages, int b) {
+  return {{"model", o.model},       {"gpt", gpt_json(o.gpt)},  {"stages", o.stages},
+          {"model_stages", model_stages}, {"microbatches", o.microbatches}, {"micro_batch_size", b}};
+}
+
+void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where) {
+  for (auto it = want.begin(); it != want.end(); ++it)
+    if (!meta.contains(it.key()) || meta[it.key()] != it.value())
+      throw CheckpointError(fmt::format("checkpoint '{}' was written for {} = {}, this run has {} = {}", where,
+                                        it.key(), meta.contains(it.key()) ? meta[it.key()].dump() : "nothing",
+                                        it.key(), it.value().dump()));
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o, const std::function<void(const StepRecord&)>& on_step) {
+  check_options(o);
+  const int M = o.microbatches;
+  const int b = o.batch_size > 0 ? o.batch_size / M : o.micro_batch_size;
+  HintParams hp;
+  hp.stages = o.stages;
+  hp.microbatches = M;
+  hp.chunks = o.chunks;
+  hp.split = o.split;
+  const Hint hint = make_hint(o.hint, hp);
+  const TaskGraph& g = *hint.graph;
+  const int P = hint.spec().stages;
+  partition_blocks(o.gpt.layers, P);  // "more stages than blocks" before any work
+
+  auto text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
+                                                                       : load_text(o.data_path));
+  Sampler sampler(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
+
+  torch::set_num_threads(1);
+  GptModel model(o.gpt, o.seed);
+  Pipeline pipe(model, P, M, o.deterministic);
+  std::vector<AdamW> opt;
+  std::vector<size_t> stage_begin;  // first global param index of each stage
+  {
+    AdamWOptions ao;
+    ao.lr = o.lr;
+    size_t at = 0;
+    for (int s = 0; s < P; ++s) {
+      std::vector<torch::Tensor> ps;
+      for (const auto& np : pipe.stage(s).params()) ps.push_back(np.t);
+      stage_begin.push_back(at);
+      at += ps.size();
+      opt.emplace_back(ps, ao);
+    }
+  }
+
+  TrainResult res;
+  res.model_stages = P;
+  const nlohmann::json ident = identity(o, P, b);
+  if (o.resume) {
+    const Checkpoint c = load_checkpoint(o.checkpoint_dir);
+    const std::string where = checkpoint_path(o.checkpoint_dir);
+    check_identity(ident, c.meta, where);
+    try {
+      for (const auto& np : model.all_params()) {
+        torch::Tensor t = np.t;
+        from_ckpt(c, "param/" + np.name, t, where);
+      }
+      for (int s = 0; s < P; ++s) {
+        const auto& ps = pipe.stage(s).params();
+        for (size_t i = 0; i < ps.size(); ++i) {
+          from_ckpt(c, "adam_m/" + ps[i].name, opt[s].exp_avg()[i], where);
+          from_ckpt(c, "adam_v/" + ps[i].name, opt[s].exp_avg_sq()[i], where);
+        }
+        opt[s].set_steps(c.meta.at("adam_steps").get<std::int64_t>());
+      }
+      SamplerState st;
+      const auto& rng = c.meta.at("sampler").at("rng");
+      for (int i = 0; i < 4; ++i) st.rng[i] = rng.at(i).get<std::uint64_t>();
+      st.sequences_drawn = c.meta.at("sampler").at("sequences_drawn").get<std::uint64_t>();
+      sampler.set_state(st);
+      res.first_step = c.meta.at("step").get<int>() + 1;
+    } catch (const nlohmann::json::exception& e) {
+      throw CheckpointError(fmt::format("checkpoint '{}' has an incomplete header: {}", where, e.what()));
+    }
+  }
+
+  auto save = [&](int step) {
+    Checkpoint c;
+    c.meta = ident;
+    c.meta["format"] = "rrfp-train";
+    c.meta["step"] = step;
+    c.meta["seed"] = o.seed;
+    c.meta["adam_steps"] = opt[0].steps();
+    const SamplerState st = sampler.state();
+    c.meta["sampler"] = {{"rng", {st.rng[0], st.rng[1], st.rng[2], st.rng[3]}}, {"sequences_drawn", st.sequences_drawn}};
+    for (const auto& np : model.all_params()) c.tensors.push_back(to_ckpt("param/" + np.name, np.t));
+    for (int s = 0; s < P; ++s) {
+      const auto& ps = pipe.stage(s).params();
+      for (size_t i = 0; i < ps.size(); ++i) {
+        c.tensors.push_back(to_ckpt("adam_m/" + ps[i].name, opt[s].exp_avg()[i]));
+        c.tensors.push_back(to_ckpt("adam_v/" + ps[i].name, opt[s].exp_avg_sq()[i]));
+      }
+    }
+    save_checkpoint(o.checkpoint_dir, c);
+  };
+
+  const Fault fault = Fault::from_env();
+  double predicted_bubble = 0;
+  const std::vector<int> order = o.executor == "replay" ? replay_order(hint, &predicted_bubble) : std::vector<int>{};
+  res.policy = o.executor == "starpu" ? "" : o.executor;
+  Timeline trace;
+  for (int d = 0; d < hint.devices(); ++d) trace.tracks.push_back(fmt::format("device {}", d));
+  trace.title = fmt::format("rrfp train {} {} S={} M={}", o.model, o.hint, o.stages, M);
+  std::vector<double> t_start(g.size()), t_end(g.size());
+  const auto t_run = Clock::now();
+  const double tokens = static_cast<double>(M) * b * o.gpt.seq_len;
+
+  for (int step = res.first_step; step <= o.steps; ++step) {
+    auto mbs = make_microbatches(sampler.next(M * b), M, b, o.gpt.seq_len);
+    StepRecord rec;
+    rec.step = step;
+    const auto t0 = Clock::now();
+    std::vector<std::vector<torch::Tensor>> grads(P);
+    if (o.executor == "plain") {
+      ReferenceStep r = reference_step(model, mbs);
+      rec.loss = static_cast<float>(r.loss);  // losses are float: %.9g round-trips
+      for (int s = 0; s < P; ++s) {
+        const size_t n = pipe.stage(s).params().size();
+        grads[s].assign(r.grads.begin() + stage_begin[s], r.grads.begin() + stage_begin[s] + n);
+      }
+      rec.peak_activation_per_stage.assign(P, 0);
+    } else {
+      pipe.begin_step(std::move(mbs));
+      auto body = [&](int id) {
+        if (fault.hits(g, id, step))
+          throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
+                                               g.label(id), step));
+        t_start[id] = secs(Clock::now() - t_run);
+        const Task& t = g.task(id);
+        pipe.run(t.kind, t.stage, t.mb);
+        t_end[id] = secs(Clock::now() - t_run);
+      };
+      if (o.executor == "starpu") {
+#ifdef RRFP_TRAIN_HAVE_EXECUTOR
+        ExecOptions eo;
+        eo.policy = o.policy;
+        const ExecResult r = execute(hint, body, eo);
+        res.policy = r.policy;
+        double busy = 0;
+        for (double x : r.busy_s) busy += x;
+        rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
+#else
+        throw SpecError("this build has no StarPU executor (runtime/executor.hpp); use --executor replay");
+#endif
+      } else {
+        for (int id : order) body(id);
+        rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
+      }
+      rec.loss = static_cast<float>(pipe.loss());
+      for (int s = 0; s < P; ++s) grads[s] = pipe.stage_grads(s);
+      rec.peak_activation_per_stage = pipe.peak_activation_bytes();
+      if (!o.trace_path.empty())
+        for (int id = 0; id < g.size(); ++id)
+          trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
+    }
+    // The optimizer step ends the iteration, stage by stage.
+    for (int s = 0; s < P; ++s) opt[s].step(grads[s]);
+    rec.step_s = secs(Clock::now() - t0);
+    rec.tokens_per_s = rec.step_s > 0 ? tokens / rec.step_s : 0;
+    for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
+    res.steps.push_back(rec);
+    if (on_step) on_step(rec);
+    if (!o.checkpoint_dir.empty() &&
+        ((o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps))
+      save(step);
+  }
+  res.grad_buffer_bytes = o.executor == "plain" ? 0 : pipe.grad_buffer_bytes();
+
+  if (!o.trace_path.empty()) write_chrome_trace(trace, o.trace_path);
+  if (!o.json_path.empty()) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& r : res.steps)
+      steps.push_back({{"step", r.step},
+                       {"loss", r.loss},  // a float widened exactly: round-trips
+                       {"tokens_per_s", r.tokens_per_s},
+                       {"step_s", r.step_s},
+                       {"bubble_ratio", r.bubble_ratio},
+                       {"peak_activation_bytes", r.peak_activation_bytes},
+                       {"peak_activation_bytes_per_stage", r.peak_activation_per_stage}});
+    nlohmann::json j = {{"model", o.model},
+                        {"policy", res.policy},
+                        {"executor", o.executor},
+                        {"hint", o.hint},
+                        {"stages", o.stages},
+                        {"model_stages", P},
+                        {"microbatches", M},
+                        {"micro_batch_size", b},
+                        {"deterministic", o.deterministic},
+                        {"grad_buffer_bytes", res.grad_buffer_bytes},
+                        {"steps", steps}};
+    std::ofstream out(o.json_path);
+    if (!out) throw SpecError(fmt::format("cannot write '{}'", o.json_path));
+    out << j.dump(2) << "\n";
+  }
+  return res;
+}
+
+}  // namespace rrfp::train

@@ -1,0 +1,63 @@
+// The training loop behind `rrfp train`. Torch-free interface: the driver and
+// the tests include this without paying for torch headers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "train/config.hpp"
+
+namespace rrfp::train {
+
+struct TrainOptions {
+  std::string model = "gpt-tiny";
+  GptConfig gpt;
+  int stages = 2;            // pipeline devices
+  int chunks = 0;            // model stages per device (interleaved hints); 0 = hint default
+  int split = -1;            // -1 hint default, 0 fused BW, 1 split B+W
+  int microbatches = 4;
+  int micro_batch_size = 4;  // sequences per microbatch
+  int batch_size = 0;        // if set: sequences per step, must divide by microbatches
+  int steps = 60;            // train until this step number
+  std::string hint = "1f1b";
+  std::string data_path;     // "" = generated corpus
+  double lr = 3e-3;
+  std::uint64_t seed = 1;
+  bool deterministic = false;
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;  // steps; 0 = only at the end when a dir is given
+  bool resume = false;
+  std::string json_path, trace_path;
+  // starpu: the StarPU executor (policy from STARPU_SCHED or `policy`);
+  // replay: the passes in the hint's strict unit-cost order, one thread;
+  // plain: the LibTorch reference loop, no pipeline (perf baseline).
+  std::string executor = "starpu";
+  std::string policy;        // "" = STARPU_SCHED
+};
+
+struct StepRecord {
+  int step = 0;
+  double loss = 0;
+  double step_s = 0;
+  double tokens_per_s = 0;
+  double bubble_ratio = 0;                // measured idle share of the devices
+  std::int64_t peak_activation_bytes = 0; // max over stages
+  std::vector<std::int64_t> peak_activation_per_stage;
+};
+
+struct TrainResult {
+  std::string policy;     // as reported by the executor
+  int model_stages = 0;
+  int first_step = 1;     // > 1 after --resume
+  std::int64_t grad_buffer_bytes = 0;  // gradient buffers at the end of a step
+  std::vector<StepRecord> steps;
+};
+
+// Throws SpecError (bad options, bad data, bad checkpoint) or the executor's
+// error (a failing task). Checkpoints are written only after a step
+// completed, so a failure leaves the previous one in place.
+TrainResult train(const TrainOptions& opt, const std::function<void(const StepRecord&)>& on_step = {});
+
+}  // namespace rrfp::train
