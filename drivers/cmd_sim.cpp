@@ -6,8 +6,11 @@
 
 #include "drivers/commands.hpp"
 #include "drivers/flags.hpp"
+#include "plot/line_chart.hpp"
 #include "plot/timeline.hpp"
+#include "sim/compare.hpp"
 #include "sim/scenario.hpp"
+#include "sim/sweep.hpp"
 #include "sim/sim_timeline.hpp"
 
 namespace rrfp::cli {
@@ -80,6 +83,102 @@ void run(const SimFlags& f) {
   }
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  if (out.empty()) throw SpecError("empty list");
+  return out;
+}
+
+void add_compare(CLI::App* sim) {
+  auto* c = sim->add_subcommand("compare", "Rank hints by bubble formula, idealised table and simulation, side by side");
+  auto f = std::make_shared<SimFlags>();
+  auto hints = std::make_shared<std::string>("gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2,zbv,chimera,hanayo,dualpipev");
+  auto json = std::make_shared<std::string>();
+  c->add_option("--hints", *hints, "comma-separated hints");
+  c->add_option("--stages", f->hint.params.stages, "pipeline devices (p)");
+  c->add_option("--microbatches", f->hint.params.microbatches, "microbatches");
+  c->add_option("--chunks", f->hint.params.chunks, "chunks for interleaved-1f1b (default 2)");
+  c->add_option("--waves", f->hint.params.waves, "waves for hanayo (default 1)");
+  add_cost_flags(c, f->cost);
+  add_comm_flags(c, *f);
+  c->add_option("--act-mb", f->act_mb, "activation MB per microbatch on one device (split over its stages)");
+  c->add_option("--weight-mb", f->weight_mb, "weight MB of one device's share of the model");
+  c->add_option("--json", *json, "write the table as JSON");
+  c->callback([f, hints, json] {
+    Scenario sc = f->scenario();
+    auto rows = compare_hints(split_list(*hints), f->hint.params, sc, f->act_mb * 1e6, f->weight_mb * 1e6);
+    fmt::print("p={} m={} cost {} unit {} ms, latency {} ms, bandwidth {} Gbit/s, message {} MB\n",
+               f->hint.params.stages, f->hint.params.microbatches, f->cost.cost, sc.cost.unit_ms, f->latency_ms,
+               f->bandwidth_gbps, f->message_mb);
+    fmt::print("{}", format_compare(rows));
+    if (!json->empty()) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const CompareRow& r : rows)
+        j.push_back({{"hint", r.hint},
+                     {"model_stages", r.model_stages},
+                     {"formula_bubble_ratio", r.formula ? nlohmann::json(r.formula->bubble_ratio) : nlohmann::json()},
+                     {"formula_activation", r.formula ? nlohmann::json(r.formula->activation) : nlohmann::json()},
+                     {"table_makespan", r.table_makespan},
+                     {"table_bubble_ratio", r.table_bubble},
+                     {"sim_fixed_makespan_s", r.sim_fixed_s},
+                     {"sim_rrfp_makespan_s", r.sim_rrfp_s},
+                     {"peak_activation_bytes", r.peak_activation},
+                     {"weight_bytes", r.weight},
+                     {"rank_formula", r.rank_formula},
+                     {"rank_table", r.rank_table},
+                     {"rank_sim", r.rank_sim}});
+      std::ofstream out(*json);
+      if (!(out << j.dump(2) << "\n")) throw SpecError(fmt::format("cannot write '{}'", *json));
+    }
+  });
+}
+
+void add_sweep(CLI::App* sim) {
+  auto* c = sim->add_subcommand("sweep", "Vary one parameter; print and plot the rrfp-fixed/rrfp makespan ratio");
+  auto f = std::make_shared<SimFlags>();
+  auto param = std::make_shared<std::string>("sigma");
+  auto values = std::make_shared<std::string>("0,0.2,0.4,0.6,0.8,1.0");
+  auto seeds = std::make_shared<int>(5);
+  add_hint_flags(c, f->hint, false);
+  add_cost_flags(c, f->cost);
+  add_comm_flags(c, *f);
+  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
+  c->add_option("--param", *param, "sigma | bandwidth | link-ms | microbatches | slack");
+  c->add_option("--values", *values, "comma-separated values");
+  c->add_option("--seeds", *seeds, "seeds averaged per point");
+  c->add_option("--png,--svg", f->picture, "plot the ratio (.png or .svg)");
+  c->callback([f, param, values, seeds] {
+    std::vector<double> vs;
+    for (const std::string& v : split_list(*values)) {
+      try {
+        vs.push_back(std::stod(v));
+      } catch (const std::exception&) {
+        throw SpecError(fmt::format("--values: '{}' is not a number", v));
+      }
+    }
+    Hint h = f->hint.make();  // validates the hint once, up front
+    auto pts = sweep(f->hint.hint, f->hint.params, f->scenario(), *param, vs, *seeds);
+    fmt::print("sweep {} over {} ({} seeds): rrfp-fixed/rrfp makespan\n", h.name, *param, *seeds);
+    fmt::print("{:>10} {:>8} {:>8} {:>8}\n", *param, "mean", "min", "max");
+    Series s{"rrfp-fixed / rrfp", {}, {}};
+    for (const SweepPoint& p : pts) {
+      fmt::print("{:>10g} {:>8.3f} {:>8.3f} {:>8.3f}\n", p.value, p.speedup, p.min_speedup, p.max_speedup);
+      s.x.push_back(p.value);
+      s.y.push_back(p.speedup);
+    }
+    if (!f->picture.empty())
+      render_line_chart(fmt::format("{}: fixed-order / readiness-first makespan", h.name), *param, "speedup", {s},
+                        f->picture);
+  });
+}
+
 }  // namespace
 
 void add_sim_command(CLI::App& app) {
@@ -95,6 +194,8 @@ void add_sim_command(CLI::App& app) {
   c->add_option("--json", f->json, "write the result as JSON");
   c->add_option("--trace", f->trace, "write a Chrome/Perfetto trace");
   c->add_option("--png,--svg", f->picture, "draw the timeline (.png or .svg)");
+  add_compare(c);
+  add_sweep(c);
   c->require_subcommand(0, 1);
   c->callback([c, f] {
     if (c->get_subcommands().empty()) run(*f);

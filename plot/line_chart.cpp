@@ -1,0 +1,82 @@
+#include "plot/line_chart.hpp"
+
+#include <cairo-svg.h>
+#include <cairo.h>
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "graph/pipeline_spec.hpp"
+
+namespace rrfp {
+
+void render_line_chart(const std::string& title, const std::string& xlabel, const std::string& ylabel,
+                       const std::vector<Series>& series, const std::string& path) {
+  double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
+  for (const Series& s : series)
+    for (size_t i = 0; i < s.x.size(); ++i)
+      x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]), y0 = std::min(y0, s.y[i]), y1 = std::max(y1, s.y[i]);
+  if (x0 > x1) throw SpecError("nothing to plot");
+  y0 = std::min(y0, 1.0);
+  if (x1 == x0) x1 = x0 + 1;
+  if (y1 == y0) y1 = y0 + 1;
+  const double W = 800, H = 500, L = 70, R = 20, T = 40, B = 50;
+  bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
+  bool png = path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0;
+  if (!svg && !png) throw SpecError(fmt::format("'{}': picture format must be .png or .svg", path));
+  cairo_surface_t* surf = svg ? cairo_svg_surface_create(path.c_str(), W, H)
+                              : cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(W), static_cast<int>(H));
+  std::unique_ptr<cairo_surface_t, void (*)(cairo_surface_t*)> guard(surf, cairo_surface_destroy);
+  cairo_t* cr = cairo_create(surf);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  auto X = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto Y = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_set_font_size(cr, 14);
+  cairo_move_to(cr, L, 24);
+  cairo_show_text(cr, title.c_str());
+  cairo_set_font_size(cr, 11);
+  for (int i = 0; i <= 5; ++i) {
+    double yv = y0 + (y1 - y0) * i / 5, xv = x0 + (x1 - x0) * i / 5;
+    cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
+    cairo_move_to(cr, L, Y(yv));
+    cairo_line_to(cr, W - R, Y(yv));
+    cairo_stroke(cr);
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+    cairo_move_to(cr, 8, Y(yv) + 4);
+    cairo_show_text(cr, fmt::format("{:.3g}", yv).c_str());
+    cairo_move_to(cr, X(xv) - 10, H - B + 16);
+    cairo_show_text(cr, fmt::format("{:.3g}", xv).c_str());
+  }
+  cairo_move_to(cr, W / 2 - 40, H - 12);
+  cairo_show_text(cr, xlabel.c_str());
+  cairo_move_to(cr, 8, T - 8);
+  cairo_show_text(cr, ylabel.c_str());
+  const double colors[][3] = {{0.30, 0.47, 0.66}, {0.89, 0.34, 0.34}, {0.33, 0.64, 0.29}, {0.96, 0.52, 0.09}};
+  for (size_t k = 0; k < series.size(); ++k) {
+    const auto& c = colors[k % 4];
+    cairo_set_source_rgb(cr, c[0], c[1], c[2]);
+    cairo_set_line_width(cr, 2);
+    for (size_t i = 0; i < series[k].x.size(); ++i) {
+      double px = X(series[k].x[i]), py = Y(series[k].y[i]);
+      i == 0 ? cairo_move_to(cr, px, py) : cairo_line_to(cr, px, py);
+    }
+    cairo_stroke(cr);
+    for (size_t i = 0; i < series[k].x.size(); ++i) {
+      cairo_arc(cr, X(series[k].x[i]), Y(series[k].y[i]), 3.5, 0, 6.2832);
+      cairo_fill(cr);
+    }
+    cairo_move_to(cr, W - R - 200, 14 + 13 * k);
+    cairo_show_text(cr, series[k].name.c_str());
+  }
+  cairo_destroy(cr);
+  cairo_surface_flush(surf);
+  if (png && cairo_surface_write_to_png(surf, path.c_str()) != CAIRO_STATUS_SUCCESS)
+    throw SpecError(fmt::format("cannot write '{}'", path));
+  cairo_surface_finish(surf);
+}
+
+}  // namespace rrfp

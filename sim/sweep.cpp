@@ -1,0 +1,45 @@
+#include "sim/sweep.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace rrfp {
+
+std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc, const std::string& param,
+                              const std::vector<double>& values, int seeds) {
+  if (seeds < 1) throw SpecError("--seeds must be at least 1");
+  static const char* known[] = {"sigma", "bandwidth", "link-ms", "microbatches", "slack"};
+  if (std::find(std::begin(known), std::end(known), param) == std::end(known))
+    throw SpecError(fmt::format("unknown sweep parameter '{}' (sigma, bandwidth, link-ms, microbatches, slack)", param));
+  std::vector<SweepPoint> out;
+  for (double v : values) {
+    HintParams hp = p;
+    Scenario s = sc;
+    if (param == "sigma") s.cost.var = parse_variability(fmt::format("lognormal:{}", v));
+    if (param == "bandwidth") {
+      if (!(v > 0)) throw SpecError("bandwidth values must be positive");
+      s.comm.bandwidth_Bps = v * 1e9 / 8;
+    }
+    if (param == "link-ms") s.cost.link_ms = v;
+    if (param == "microbatches") hp.microbatches = static_cast<int>(v);
+    if (param == "slack") s.inflight_slack = static_cast<int>(v);
+    Hint h = make_hint(hint, hp);
+    SweepPoint pt{v, 0, 1e300, 0};
+    for (int k = 0; k < seeds; ++k) {
+      s.cost.seed = sc.cost.seed + k;
+      s.mode = Mode::Strict;
+      double fixed = run_scenario(h, s).sim.makespan;
+      s.mode = Mode::ReadinessFirst;
+      double rf = run_scenario(h, s).sim.makespan;
+      double r = fixed / rf;
+      pt.speedup += r / seeds;
+      pt.min_speedup = std::min(pt.min_speedup, r);
+      pt.max_speedup = std::max(pt.max_speedup, r);
+    }
+    out.push_back(pt);
+  }
+  return out;
+}
+
+}  // namespace rrfp
