@@ -1,0 +1,312 @@
+#include "runtime/executor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <starpu.h>
+
+#include "hints/replay.hpp"
+#include "runtime/link_thread.hpp"
+#include "runtime/run_stats.hpp"
+#include "runtime/session.hpp"
+#include "sched/arbiter.hpp"
+#include "sched/rrfp_policy.hpp"
+
+namespace rrfp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Run {
+  const TaskGraph* g = nullptr;
+  const std::function<void(int)>* body = nullptr;
+  Clock::time_point t0;
+  std::vector<double> start, end;
+  std::vector<int> worker;
+  std::vector<std::vector<int>> by_worker;  // each written only by its worker thread
+  std::atomic<int> done{0}, running{0};
+  std::atomic<bool> abort{false};
+  std::mutex m;
+  std::condition_variable cv;
+  std::string error;  // first failure
+  LinkThread* link = nullptr;
+
+  double now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+  void fail(std::string msg) {
+    {
+      std::lock_guard<std::mutex> g(m);
+      if (error.empty()) error = std::move(msg);
+    }
+    cv.notify_all();
+  }
+};
+
+struct TransferArg {
+  Run* run;
+  starpu_task* task;
+  double delay_s;
+};
+
+void graph_task_body(void** /*buffers*/, void* cl_arg) {
+  auto* a = static_cast<GraphTaskArg*>(cl_arg);
+  Run* r = static_cast<Run*>(a->owner);
+  const int id = a->id, w = starpu_worker_get_id();
+  r->worker[id] = w;
+  r->by_worker[w].push_back(id);
+  r->running.fetch_add(1);
+  r->start[id] = r->now();
+  if (!r->abort.load()) {  // an aborted run drains without doing work
+    try {
+      (*r->body)(id);
+    } catch (const std::exception& e) {
+      r->fail(fmt::format("task {} failed: {}", r->g->label(id), e.what()));
+    } catch (...) {
+      r->fail(fmt::format("task {} failed with a non-standard exception", r->g->label(id)));
+    }
+  }
+  r->end[id] = r->now();
+  r->running.fetch_sub(1);
+  if (r->done.fetch_add(1) + 1 == r->g->size()) r->cv.notify_all();
+}
+
+// A transfer's producer is done: the link delay starts now.
+void transfer_started(void* arg) {
+  auto* t = static_cast<TransferArg*>(arg);
+  t->run->link->schedule(t->task, t->delay_s);
+}
+
+starpu_codelet make_codelet(bool grad) {
+  starpu_codelet cl;
+  starpu_codelet_init(&cl);
+  cl.where = STARPU_CPU;
+  cl.cpu_funcs[0] = graph_task_body;
+  cl.nbuffers = grad ? 1 : 0;
+  if (grad) cl.modes[0] = static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE);
+  cl.name = grad ? "rrfp_wgrad" : "rrfp_task";
+  return cl;
+}
+
+}  // namespace
+
+int inflight_slack_from_env(int fallback) {
+  const char* s = std::getenv("RRFP_INFLIGHT_SLACK");
+  if (!s || !*s) return fallback;
+  char* end = nullptr;
+  long v = std::strtol(s, &end, 10);
+  if (*end || v < 0 || v > 1000000) throw SpecError(fmt::format("RRFP_INFLIGHT_SLACK='{}' is not a non-negative integer", s));
+  return static_cast<int>(v);
+}
+
+ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const ExecOptions& opt) {
+  const TaskGraph& g = *hint.graph;
+  const int n = g.size(), D = hint.devices();
+  if (g.spec().microbatches < 1) throw SpecError("a run needs at least one microbatch");
+  PolicyChoice choice = resolve_policy(opt.policy);
+  if (D > max_cpu_workers())
+    throw SpecError(fmt::format("the hint needs {} devices but StarPU here has at most {} CPU workers", D, max_cpu_workers()));
+  const int slack = opt.inflight_slack >= 0 ? opt.inflight_slack : inflight_slack_from_env(0);
+  if (choice.kind == PolicyChoice::Kind::StaticOrder) {
+    // StarPU's workerorder waits forever on an order that cannot run; say so
+    // up front (whether a strict order deadlocks does not depend on costs).
+    ReplayResult rr = replay_unit(hint);
+    if (!rr.complete)
+      throw ExecError(fmt::format("static-order: hint '{}' cannot run in strict order:\n{}", hint.name, rr.stuck));
+  }
+  std::unique_ptr<Arbiter> arb;
+  if (choice.uses_arbiter())
+    arb = std::make_unique<Arbiter>(
+        hint, ArbiterOptions{choice.kind == PolicyChoice::Kind::Rrfp ? Mode::ReadinessFirst : Mode::Strict, slack,
+                             opt.inflight_cap});
+
+  StarpuSession session(choice, D, opt.profile);
+  ExecResult res;
+  res.policy = choice.name;
+  res.devices = D;
+  res.tasks = n;
+  for (int d = 0; d < D; ++d) res.device_worker.push_back(session.worker_of_device(d));
+
+  Run run;
+  run.g = &g;
+  run.body = &body;
+  run.start.assign(n, -1);
+  run.end.assign(n, -1);
+  run.worker.assign(n, -1);
+  run.by_worker.resize(starpu_worker_get_count());
+  LinkThread link;
+  run.link = &link;
+
+  starpu_codelet cl_plain = make_codelet(false), cl_grad = make_codelet(true);
+  // Per-stage gradient buffers, accumulated by W/BW in any order.
+  std::vector<double> grad(g.spec().stages, 0.0);
+  std::vector<starpu_data_handle_t> grad_h(g.spec().stages, nullptr);
+  for (int s = 0; s < g.spec().stages; ++s)
+    starpu_variable_data_register(&grad_h[s], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&grad[s]), sizeof(double));
+
+  std::vector<std::vector<uint32_t>> masks(D);
+  for (int d = 0; d < D; ++d) {
+    int w = res.device_worker[d];
+    masks[d].assign(w / 32 + 1, 0);
+    masks[d][w / 32] |= 1u << (w % 32);
+  }
+  std::vector<GraphTaskArg> args(n);
+  std::vector<starpu_task*> tasks(n);
+  for (int id = 0; id < n; ++id) {
+    const Task& t = g.task(id);
+    bool wgrad = t.kind == Kind::W || t.kind == Kind::BW;
+    starpu_task* st = starpu_task_create();
+    st->cl = wgrad ? &cl_grad : &cl_plain;
+    if (wgrad) st->handles[0] = grad_h[t.stage];
+    args[id] = {id, &run};
+    st->cl_arg = &args[id];
+    st->destroy = 0;
+    st->priority = -hint.rank[id];  // prio/dmda: better rank first
+    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
+      st->execute_on_a_specific_worker = 1;
+      st->workerid = res.device_worker[t.device];
+      st->workerorder = hint.rank[id] + 1;
+    } else {
+      st->workerids = masks[t.device].data();
+      st->workerids_len = static_cast<unsigned>(masks[t.device].size());
+    }
+    tasks[id] = st;
+  }
+  // Dependencies; transfers for edges across devices.
+  std::vector<std::unique_ptr<TransferArg>> xfer_args;
+  std::vector<std::vector<starpu_task*>> xfers_into(n);
+  std::vector<starpu_task*> deps;
+  for (int id = 0; id < n; ++id) {
+    deps.clear();
+    int k = 0;
+    for (int p : g.preds(id)) {
+      if (g.task(p).device == g.task(id).device) {
+        deps.push_back(tasks[p]);
+      } else {
+        starpu_task* x = starpu_task_create();
+        x->cl = nullptr;
+        x->destroy = 0;
+        starpu_task_declare_deps_array(x, 1, &tasks[p]);
+        double delay = opt.link_delay_s ? opt.link_delay_s(id, k) : 0.0;
+        if (delay > 0) {
+          xfer_args.push_back(std::make_unique<TransferArg>(TransferArg{&run, x, delay}));
+          starpu_task_end_dep_add(x, 1);
+          x->prologue_callback_pop_func = transfer_started;
+          x->prologue_callback_pop_arg = xfer_args.back().get();
+        }
+        xfers_into[id].push_back(x);
+        deps.push_back(x);
+      }
+      ++k;
+    }
+    if (!deps.empty()) starpu_task_declare_deps_array(tasks[id], static_cast<unsigned>(deps.size()), deps.data());
+  }
+  for (const auto& v : xfers_into) res.transfers += static_cast<int>(v.size());
+
+  if (arb) policy_attach(PolicyRun{arb.get(), res.device_worker, {&cl_plain, &cl_grad}, n});
+  run.t0 = Clock::now();
+  auto submit = [&](starpu_task* t, int id) {
+    int rc = starpu_task_submit(t);
+    if (rc != 0) {
+      fmt::print(stderr, "rrfp: starpu_task_submit({}) failed ({})\n", g.label(id), rc);
+      std::_Exit(3);  // half a graph submitted: nothing can be unwound safely
+    }
+  };
+  for (int id : g.topological_order()) {
+    for (starpu_task* x : xfers_into[id]) submit(x, id);
+    submit(tasks[id], id);
+  }
+
+  // Watchdog: wait for the bodies, stop the run on a failure or a stall.
+  std::string failure;
+  {
+    std::unique_lock<std::mutex> lk(run.m);
+    int last_done = -1;
+    long last_events = -1;
+    double last_move = 0, stall_since = -1, abort_at = -1;
+    auto abort_run = [&](std::string why) {
+      if (failure.empty()) failure = std::move(why);
+      run.abort = true;
+      abort_at = run.now();
+      lk.unlock();
+      if (arb) policy_drain();
+      link.flush();
+      lk.lock();
+    };
+    while (run.done.load() < n) {
+      run.cv.wait_for(lk, std::chrono::milliseconds(5));
+      double now = run.now();
+      if (run.abort) {
+        if (now - abort_at > 30 + opt.stall_timeout_s) {
+          fmt::print(stderr, "rrfp: run did not drain after: {}\n", failure);
+          std::_Exit(3);  // StarPU cannot shut down with tasks stuck in it
+        }
+        continue;
+      }
+      if (!run.error.empty()) {
+        abort_run(run.error);
+        continue;
+      }
+      int done = run.done.load();
+      long ev = policy_events();
+      if (done != last_done || ev != last_events) {
+        last_done = done, last_events = ev, last_move = now, stall_since = -1;
+      }
+      bool idle = run.running.load() == 0 && link.busy() == 0;
+      if (!idle) continue;
+      std::string why;
+      lk.unlock();
+      bool stalled = arb && policy_stalled(&why);
+      lk.lock();
+      if (stalled) {
+        if (stall_since < 0) stall_since = now;
+        else if (now - stall_since >= opt.stall_grace_s)
+          abort_run(fmt::format("{}: run stalled with {} of {} tasks done; no device can take a task:\n{}", res.policy,
+                                done, n, why));
+      } else if (now - last_move >= opt.stall_timeout_s) {
+        abort_run(fmt::format("{}: no progress for {:.1f} s with {} of {} tasks done (stalled)", res.policy,
+                              opt.stall_timeout_s, done, n));
+      }
+    }
+  }
+  res.wall_s = run.now();
+  starpu_task_wait_for_all();
+  if (arb) policy_detach();
+
+  if (opt.profile) {
+    res.prof_start_s.assign(n, -1);
+    res.prof_end_s.assign(n, -1);
+    double t0 = 1e300;
+    for (int id = 0; id < n; ++id)
+      if (auto* info = tasks[id]->profiling_info) t0 = std::min(t0, starpu_timing_timespec_to_us(&info->start_time));
+    for (int id = 0; id < n; ++id)
+      if (auto* info = tasks[id]->profiling_info) {
+        res.prof_start_s[id] = (starpu_timing_timespec_to_us(&info->start_time) - t0) * 1e-6;
+        res.prof_end_s[id] = (starpu_timing_timespec_to_us(&info->end_time) - t0) * 1e-6;
+      }
+  }
+  for (starpu_task* t : tasks) starpu_task_destroy(t);
+  for (auto& v : xfers_into)
+    for (starpu_task* x : v) starpu_task_destroy(x);
+  for (auto h : grad_h) starpu_data_unregister(h);
+  if (!failure.empty()) throw ExecError(failure);
+
+  res.start_s = std::move(run.start);
+  res.end_s = std::move(run.end);
+  res.worker = std::move(run.worker);
+  res.order.resize(D);
+  for (int d = 0; d < D; ++d) res.order[d] = run.by_worker[res.device_worker[d]];
+  res.inflight_cap.resize(D);
+  auto peak = hint.peak_inflight();
+  for (int d = 0; d < D; ++d) res.inflight_cap[d] = arb ? arb->cap(d) : (opt.inflight_cap.empty() ? peak[d] + slack : opt.inflight_cap[d]);
+  fill_run_stats(g, res);
+  return res;
+}
+
+}  // namespace rrfp

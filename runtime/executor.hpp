@@ -1,0 +1,64 @@
+// Runs a hint's task graph on real StarPU workers, one CPU worker a device.
+//
+// Every graph task becomes a StarPU task restricted to its device's worker
+// (task->workerids), with its graph predecessors as task dependencies. An
+// edge that crosses devices becomes a transfer task (no codelet) between
+// producer and consumer, held for the link delay (see link_thread.hpp).
+// W and BW tasks of one stage also access a per-stage gradient handle in
+// STARPU_RW | STARPU_COMMUTE mode: accumulation in any order.
+//
+// The task body is the caller's: a sleep for the synthetic benchmark, a
+// LibTorch stage pass for training. execute() opens and closes the StarPU
+// session itself (one StarPU instance per process, re-initialised per run).
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hints/hint.hpp"
+
+namespace rrfp {
+
+struct ExecOptions {
+  std::string policy;             // "" = STARPU_SCHED, unset = rrfp (sched/policy_registry.hpp)
+  int inflight_slack = -1;        // -1 = RRFP_INFLIGHT_SLACK, unset = 0
+  std::vector<int> inflight_cap;  // per device; empty = hint peak + slack
+  // Delay (seconds) of the k-th input edge of `task` when it crosses
+  // devices; empty = no delay (the transfer task still exists).
+  std::function<double(int task, int k)> link_delay_s;
+  double stall_timeout_s = 10;  // any policy: nothing running, nothing in transit, no progress
+  double stall_grace_s = 0.1;   // rrfp*: how long Arbiter::stalled() must hold
+  bool profile = false;         // StarPU profiling info into ExecResult::prof_*
+};
+
+struct ExecResult {
+  std::string policy;
+  int devices = 0, tasks = 0, transfers = 0;
+  std::vector<double> start_s, end_s;       // per task, seconds since submission began
+  std::vector<int> worker;                  // per task: StarPU worker that ran it
+  std::vector<int> device_worker;           // per device: its StarPU worker
+  std::vector<std::vector<int>> order;      // per device: task ids in execution order
+  std::vector<double> prof_start_s, prof_end_s;  // per task from StarPU profiling (profile=true)
+  std::vector<int> peak_inflight;           // per device, from the recorded times
+  std::vector<int> inflight_cap;            // per device (enforced by rrfp and rrfp-fixed only)
+  std::vector<double> busy_s;               // per device
+  double makespan_s = 0;                    // last end - first start
+  double wall_s = 0;                        // submission to completion
+};
+
+// The run stopped: a body threw (message names the task) or the run
+// stalled (message carries Arbiter::describe()).
+struct ExecError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws SpecError for bad configuration (policy, devices > workers, ...),
+// ExecError when the run itself fails. Never hangs on a stall.
+ExecResult execute(const Hint& hint, const std::function<void(int task)>& body, const ExecOptions& opt = {});
+
+// RRFP_INFLIGHT_SLACK, or `fallback` when unset; SpecError when malformed.
+int inflight_slack_from_env(int fallback = 0);
+
+}  // namespace rrfp

@@ -1,0 +1,102 @@
+#include "sched/policy_registry.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "graph/pipeline_spec.hpp"
+#include "sched/rrfp_policy.hpp"
+
+namespace rrfp {
+
+namespace {
+
+using LibPolicyFn = starpu_sched_policy* (*)(const char*);
+
+// Plug-ins stay loaded for the life of the process: StarPU may still hold
+// pointers into them after a run.
+LibPolicyFn load_plugin(const std::string& path) {
+  static std::mutex m;
+  static std::map<std::string, LibPolicyFn> loaded;
+  std::lock_guard<std::mutex> g(m);
+  auto it = loaded.find(path);
+  if (it != loaded.end()) return it->second;
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) throw SpecError(fmt::format("RRFP_SCHED_LIB: cannot load '{}': {}", path, dlerror()));
+  dlerror();
+  void* sym = dlsym(h, "starpu_get_sched_lib_policy");
+  if (!sym) {
+    dlclose(h);
+    throw SpecError(fmt::format(
+        "RRFP_SCHED_LIB: '{}' has no symbol starpu_get_sched_lib_policy (see docs/plugins.md)", path));
+  }
+  LibPolicyFn fn;
+  static_assert(sizeof(fn) == sizeof(sym));
+  std::memcpy(&fn, &sym, sizeof fn);  // object pointer to function pointer, as dlsym requires
+  loaded[path] = fn;
+  return fn;
+}
+
+bool is_builtin(const std::string& name) {
+  for (starpu_sched_policy** p = starpu_sched_get_predefined_policies(); *p; ++p)
+    if ((*p)->policy_name && name == (*p)->policy_name) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> known_policies() {
+  std::vector<std::string> out = {"rrfp", "rrfp-fixed", "static-order"};
+  for (starpu_sched_policy** p = starpu_sched_get_predefined_policies(); *p; ++p)
+    if ((*p)->policy_name) out.push_back((*p)->policy_name);
+  return out;
+}
+
+PolicyChoice resolve_policy(const std::string& requested) {
+  std::string name = requested;
+  if (name.empty()) {
+    const char* env = std::getenv("STARPU_SCHED");
+    if (env) name = env;
+  }
+  PolicyChoice c;
+  const char* lib = std::getenv("RRFP_SCHED_LIB");
+  if (lib && *lib) {
+    LibPolicyFn fn = load_plugin(lib);
+    starpu_sched_policy* p = fn(name.empty() ? nullptr : name.c_str());
+    if (!p)
+      throw SpecError(fmt::format("RRFP_SCHED_LIB: '{}' has no policy named '{}'", lib, name.empty() ? "(default)" : name));
+    c.kind = PolicyChoice::Kind::Plugin;
+    c.policy = p;
+    c.name = p->policy_name ? p->policy_name : (name.empty() ? "plugin" : name);
+    return c;
+  }
+  if (name.empty()) name = "rrfp";
+  c.name = name;
+  if (name == "rrfp") {
+    c.kind = PolicyChoice::Kind::Rrfp;
+    c.policy = rrfp_policy();
+  } else if (name == "rrfp-fixed") {
+    c.kind = PolicyChoice::Kind::RrfpFixed;
+    c.policy = rrfp_fixed_policy();
+  } else if (name == "static-order") {
+    // Tasks are pinned and ordered, so they bypass the policy; eager only
+    // has to exist.
+    c.kind = PolicyChoice::Kind::StaticOrder;
+    c.builtin = "eager";
+  } else if (is_builtin(name)) {
+    c.kind = PolicyChoice::Kind::Builtin;
+    c.builtin = name;
+  } else {
+    std::string known;
+    for (const std::string& k : known_policies()) known += (known.empty() ? "" : ", ") + k;
+    throw SpecError(fmt::format("unknown scheduling policy '{}' (STARPU_SCHED); known: {}", name, known));
+  }
+  return c;
+}
+
+}  // namespace rrfp
