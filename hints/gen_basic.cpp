@@ -5,8 +5,6 @@
 
 namespace rrfp {
 
-bool resolve_split(const HintParams& p, bool default_split) { return p.split < 0 ? default_split : p.split != 0; }
-
 namespace {
 // Appends the backward of (s, m): BW, or B then W.
 void push_backward(const TaskGraph& g, std::vector<int>& row, int s, int m) {
@@ -20,6 +18,8 @@ void push_backward(const TaskGraph& g, std::vector<int>& row, int s, int m) {
 }
 
 Hint start_linear(const char* name, const HintParams& p, bool split) {
+  check_params(p, name);
+  check_no_chunks(p, name);
   Hint h;
   h.name = name;
   h.graph = std::make_shared<TaskGraph>(PipelineSpec::linear(p.stages, p.microbatches, split));

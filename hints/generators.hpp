@@ -34,8 +34,19 @@ Hint make_hint(const std::string& name, const HintParams& p);
 // Individual generators.
 Hint gen_gpipe(const HintParams& p);
 Hint gen_1f1b(const HintParams& p);
+Hint gen_zb_h1(const HintParams& p);
+Hint gen_zb_h2(const HintParams& p);
+Hint gen_interleaved_1f1b(const HintParams& p);
+Hint gen_zbv(const HintParams& p);
 
-// Helper for generators: resolve the split flag against a default.
+// Helpers for generators.
+// Resolve the split flag against a default.
 bool resolve_split(const HintParams& p, bool default_split);
+// Throws SpecError naming the hint for zero/negative/out-of-range values.
+void check_params(const HintParams& p, const char* hint);
+// For hints with one model stage per device: --chunks must be 0 or 1.
+void check_no_chunks(const HintParams& p, const char* hint);
+// For hints defined only for the split backward: --fused is an error.
+void require_split(const HintParams& p, const char* hint);
 
 }  // namespace rrfp

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "hints/csv.hpp"
 #include "hints/generators.hpp"
 
 namespace rrfp {
@@ -9,11 +10,24 @@ const std::vector<HintInfo>& hint_registry() {
       {"gpipe", {}, "GPipe: every forward, then every backward (peak in-flight = M)", gen_gpipe},
       {"1f1b", {"bf"}, "1F1B (PipeDream-Flush): warm-up forwards, then one forward one backward; fused backward",
        gen_1f1b},
+      {"zb-h1", {"bfw"},
+       "ZB-H1: split backward, 1F1B warm-up, B before F before W, W deferred into gaps (1F1B memory)", gen_zb_h1},
+      {"zb-h2", {}, "ZB-H2: ZB-H1 with up to 2(S-d)-1 warm-up forwards filling the start-up bubble (2x memory)",
+       gen_zb_h2},
+      {"interleaved-1f1b", {"interleaved"},
+       "Megatron interleaved 1F1B: --chunks v model stages per device (stage s on device s mod S); M multiple of S",
+       gen_interleaved_1f1b},
+      {"zbv", {"zb-v"}, "ZB-V: V-shape, 2 chunks per device (stages d and 2S-1-d), split backward, near-zero bubble",
+       gen_zbv},
   };
   return reg;
 }
 
 Hint make_hint(const std::string& name, const HintParams& p) {
+  if (name.rfind("csv:", 0) == 0) {
+    if (name.size() == 4) throw SpecError("hint 'csv:' needs a file path (csv:PATH)");
+    return import_csv_file(name.substr(4));
+  }
   for (const HintInfo& h : hint_registry()) {
     bool match = h.name == name;
     for (const std::string& a : h.aliases) match = match || a == name;

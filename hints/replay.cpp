@@ -89,7 +89,7 @@ std::string timeline_grid(const Hint& hint, const ReplayResult& r) {
     if (!r.complete) {
       size_t n = 0;
       for (int id : hint.order[d]) n += r.end[id] >= 0;
-      if (n < hint.order[d].size()) out += fmt::format(" <-- STUCK at {}", g.label(hint.order[d][n]));
+      if (n < hint.order[d].size()) out += fmt::format(" <-- ERROR HERE: stuck at {}", g.label(hint.order[d][n]));
     }
     out += "\n";
   }

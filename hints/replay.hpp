@@ -31,7 +31,7 @@ inline ReplayResult replay_unit(const Hint& hint) {
 
 // Text grid of a replay: devices as rows, unit time steps as columns, each
 // cell the running task or '.' for a bubble. For a deadlocked replay, marks
-// the stuck devices with "<-- STUCK at ...".
+// the stuck devices with "<-- ERROR HERE: stuck at ..." (as PyTorch does).
 std::string timeline_grid(const Hint& hint, const ReplayResult& r);
 
 }  // namespace rrfp

@@ -1,0 +1,61 @@
+#include "hints/list_sched.hpp"
+
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace rrfp {
+
+namespace {
+// Kind classes in priority order: input backward (B or fused BW) unblocks
+// the upstream device, so it goes first; W has no successor, so it waits.
+int kind_class(Kind k) { return k == Kind::F ? 1 : k == Kind::W ? 2 : 0; }
+}  // namespace
+
+void list_schedule(Hint& hint, const ListSchedOptions& opt) {
+  const TaskGraph& g = *hint.graph;
+  const int D = g.spec().devices, n = g.size();
+  if (static_cast<int>(opt.cap.size()) != D) throw SpecError("list scheduler: one cap per device needed");
+  for (int d = 0; d < D; ++d)
+    if (opt.cap[d] < 1) throw SpecError(fmt::format("list scheduler: device {} has in-flight cap {}", d, opt.cap[d]));
+  auto key = opt.key ? opt.key : [](const Task& t) { return static_cast<long long>(t.mb) * kMaxStages - t.stage; };
+
+  using Ready = std::set<std::pair<long long, int>>;  // (key, task id)
+  std::vector<std::vector<Ready>> ready(D, std::vector<Ready>(3));
+  std::vector<int> missing(n), inflight(D, 0);
+  for (int id = 0; id < n; ++id) {
+    missing[id] = g.preds(id).size();
+    if (missing[id] == 0) ready[g.task(id).device][kind_class(g.task(id).kind)].insert({key(g.task(id)), id});
+  }
+  hint.order.assign(D, {});
+  hint.overlap_next.clear();
+  std::vector<int> step;
+  int left = n;
+  while (left > 0) {
+    step.clear();
+    for (int d = 0; d < D; ++d) {
+      for (int c = 0; c < 3; ++c) {
+        if (ready[d][c].empty() || (c == 1 && inflight[d] >= opt.cap[d])) continue;
+        int id = ready[d][c].begin()->second;
+        ready[d][c].erase(ready[d][c].begin());
+        step.push_back(id);
+        hint.order[d].push_back(id);
+        break;
+      }
+    }
+    if (step.empty()) throw SpecError("list scheduler: no device can progress (in-flight caps too small)");
+    // Every task of this step ends before the next one starts.
+    for (int id : step) {
+      const Task& t = g.task(id);
+      if (t.kind == Kind::F) ++inflight[t.device];
+      if (is_backward(t.kind)) --inflight[t.device];
+      --left;
+      for (int s : g.succs(id))
+        if (--missing[s] == 0) ready[g.task(s).device][kind_class(g.task(s).kind)].insert({key(g.task(s)), s});
+    }
+  }
+  hint.finalize();
+}
+
+}  // namespace rrfp
