@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
 #include "hints/csv.hpp"
-#include "hints/generators.hpp"
+#include "hints/gen_zoo.hpp"
 
 namespace rrfp {
 
@@ -19,6 +19,11 @@ const std::vector<HintInfo>& hint_registry() {
        gen_interleaved_1f1b},
       {"zbv", {"zb-v"}, "ZB-V: V-shape, 2 chunks per device (stages d and 2S-1-d), split backward, near-zero bubble",
        gen_zbv},
+      {"chimera", {}, "Chimera: two pipelines in opposite directions, M/2 microbatches each, 2 weight copies",
+       gen_chimera},
+      {"hanayo", {}, "Hanayo: wave-like placement, --waves W (2WS stages), no weight replication", gen_hanayo},
+      {"dualpipev", {}, "DualPipeV (DeepSeek): V-shape, overlapped F&B steps, mixed split/fused backward; M >= 2S",
+       gen_dualpipev},
   };
   return reg;
 }
