@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_run.hpp"
+
+namespace {
+std::string tmp(const std::string& n) { return ::testing::TempDir() + n; }
+}  // namespace
+
+TEST(CliSim, JsonCarriesTheBenchFields) {
+  auto r = run_cli("sim --hint bfw --stages 4 --microbatches 8 --variability lognormal:0.6 --seed 3 --json " +
+                   tmp("s.json") + " --png " + tmp("s.png"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  nlohmann::json j;
+  std::ifstream(tmp("s.json")) >> j;
+  for (const char* k : {"policy", "hint", "stages", "devices", "microbatches", "seed", "variability", "tasks",
+                        "makespan_s", "lower_bound_s", "makespan_over_lb", "bubble_ratio", "busy_s", "peak_inflight",
+                        "inflight_cap", "peak_activation_bytes", "weight_bytes"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["tasks"], 4 * 8 * 3);
+  EXPECT_GE(j["makespan_over_lb"].get<double>(), 1.0);
+}
+
+TEST(CliSim, CompareAndSweepRun) {
+  auto c = run_cli("sim compare --stages 4 --microbatches 8 --latency-ms 0.5");
+  ASSERT_EQ(c.code, 0) << c.out;
+  for (const char* h : {"gpipe", "chimera", "hanayo", "dualpipev", "zbv"}) EXPECT_NE(c.out.find(h), std::string::npos);
+  auto s = run_cli("sim sweep --hint bfw --stages 4 --microbatches 8 --values 0,0.6 --seeds 2 --svg " + tmp("w.svg"));
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("0.6"), std::string::npos);
+}
+
+TEST(CliSim, BadInputGetsAClearError) {
+  struct Case {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"sim --hint 1f1b --stages 4 --microbatches 8 --bandwidth-gbps 0 --message-mb 4", "bandwidth"},
+      {"sim --hint 1f1b --stages 4 --microbatches 8 --cost F=-1", "negative"},
+      {"sim --hint chimera --stages 4 --microbatches 7", "even number of microbatches"},
+      {"sim --hint chimera --stages 3 --microbatches 8", "even number of devices"},
+      {"sim --hint 1f1b --stages 0 --microbatches 8", "stages"},
+      {"sim --hint nosuch --stages 4 --microbatches 8", "unknown hint"},
+      {"sim --hint 1f1b --policy best", "unknown arbitration mode"},
+      {"sim sweep --hint bfw --param colour --values 1", "unknown sweep parameter"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli(c.args);
+    EXPECT_NE(r.code, 0) << c.args;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n" << r.out;
+  }
+}
