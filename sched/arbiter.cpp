@@ -36,7 +36,10 @@ Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt) : hint_(hint), opt_(std::
   ready_.assign(g.size(), 0);
   started_.assign(g.size(), 0);
   finished_.assign(g.size(), 0);
-  remaining_ = g.size();
+  if (!opt_.local.empty() && static_cast<int>(opt_.local.size()) != D)
+    throw SpecError("the local-device mask must cover every device");
+  remaining_ = 0;
+  for (int id = 0; id < g.size(); ++id) remaining_ += is_local(g.task(id).device) ? 1 : 0;
 }
 
 int Arbiter::started_before(const Device& dev, int fwd_index) const {
@@ -117,6 +120,7 @@ bool Arbiter::stalled() const {
   if (running_ > 0 || remaining_ == 0) return false;
   // take() is the only question; ask it without side effects.
   for (int d = 0; d < hint_.devices(); ++d) {
+    if (!is_local(d)) continue;  // another rank's business
     const Device& dev = dev_[d];
     if (opt_.mode == Mode::Strict) {
       if (dev.next < hint_.order[d].size()) {
@@ -135,6 +139,7 @@ std::string Arbiter::describe() const {
   const TaskGraph& g = *hint_.graph;
   std::string s;
   for (int d = 0; d < hint_.devices(); ++d) {
+    if (!is_local(d)) continue;
     const Device& dev = dev_[d];
     s += fmt::format("  device {}: in-flight {}/{}", d, dev.inflight, cap_[d]);
     if (opt_.mode == Mode::Strict) {

@@ -27,6 +27,9 @@ struct ArbiterOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;       // added to the default caps
   std::vector<int> cap;         // per device; empty = hint's peak + slack
+  // Per device: 1 when this process runs its tasks (multi-rank runs, where
+  // each rank arbitrates only its own devices); empty = every device.
+  std::vector<unsigned char> local{};
 };
 
 class Arbiter {
@@ -44,7 +47,8 @@ class Arbiter {
   int inflight(int device) const { return dev_[device].inflight; }
   int peak_inflight(int device) const { return dev_[device].peak; }
   int running() const { return running_; }
-  int remaining() const { return remaining_; }
+  int remaining() const { return remaining_; }  // local tasks not finished
+  bool is_local(int device) const { return opt_.local.empty() || opt_.local[device] != 0; }
   int ready_count(int device) const;
   // Nothing runs, tasks remain, and no device can take one: without an
   // outside event (a transfer still in flight) the run cannot progress.

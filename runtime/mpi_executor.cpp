@@ -1,0 +1,474 @@
+#include "runtime/mpi_executor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <starpu_mpi.h>
+
+#include "hints/replay.hpp"
+#include "runtime/link_thread.hpp"
+#include "runtime/mpi_session.hpp"
+#include "runtime/run_stats.hpp"
+#include "runtime/session.hpp"
+#include "sched/arbiter.hpp"
+#include "sched/rrfp_policy.hpp"
+
+namespace rrfp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double abs_now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+struct OutEdge {
+  int consumer, k, edge, dest;
+};
+
+struct Run {
+  const TaskGraph* g = nullptr;
+  const std::function<void(int)>* body = nullptr;
+  const MpiPayload* payload = nullptr;
+  std::vector<std::vector<OutEdge>> out;             // per task: its cross-rank out-edges
+  std::vector<std::vector<std::pair<int, int>>> in;  // per task: (k, edge) of its cross-rank inputs
+  std::vector<std::vector<unsigned char>> buf;       // per edge touching this rank
+  std::vector<starpu_data_handle_t> handle;          // per edge touching this rank
+  std::vector<double> start, end;                    // absolute steady-clock seconds
+  std::vector<int> worker, pos;
+  std::vector<std::vector<int>> by_worker;  // each written only by its worker thread
+  std::atomic<int> done{0}, running{0}, received{0};
+  std::mutex m;
+  std::condition_variable cv;
+  std::string error;  // first failure
+  std::string fail_task, kill_task;
+  LinkThread* link = nullptr;
+
+  void fail(std::string msg) {
+    {
+      std::lock_guard<std::mutex> g(m);
+      if (error.empty()) error = std::move(msg);
+    }
+    cv.notify_all();
+  }
+};
+
+struct TransferArg {
+  Run* run;
+  starpu_task* task;
+  double delay_s;
+};
+
+bool label_is(const TaskGraph& g, int id, const std::string& want) {
+  if (want.empty()) return false;
+  const Task& t = g.task(id);
+  return g.label(id) == want || fmt::format("{}{}{}", t.stage, kind_name(t.kind), t.mb) == want;
+}
+
+void graph_task_body(void** /*buffers*/, void* cl_arg) {
+  auto* a = static_cast<GraphTaskArg*>(cl_arg);
+  Run* r = static_cast<Run*>(a->owner);
+  const TaskGraph& g = *r->g;
+  const int id = a->id, w = starpu_worker_get_id();
+  r->worker[id] = w;
+  r->pos[id] = static_cast<int>(r->by_worker[w].size());
+  r->by_worker[w].push_back(id);
+  r->running.fetch_add(1);
+  r->start[id] = abs_now();
+  bool ok = false;
+  try {
+    // Test hooks: a rank that dies (SIGKILL, no goodbye) or a task that throws.
+    if (label_is(g, id, r->kill_task)) std::raise(SIGKILL);
+    if (label_is(g, id, r->fail_task)) throw std::runtime_error("injected failure (RRFP_MPI_FAIL_TASK)");
+    if (r->payload->unpack)
+      for (auto [k, e] : r->in[id]) r->payload->unpack(id, k, r->buf[e].data());
+    (*r->body)(id);
+    for (const OutEdge& o : r->out[id])
+      if (r->payload->pack) r->payload->pack(o.consumer, o.k, r->buf[o.edge].data());
+    ok = true;
+  } catch (const std::exception& e) {
+    r->fail(fmt::format("task {} failed: {}", g.label(id), e.what()));
+  } catch (...) {
+    r->fail(fmt::format("task {} failed with a non-standard exception", g.label(id)));
+  }
+  r->end[id] = abs_now();
+  // Messages leave as soon as the producer is done; a non-blocking call.
+  if (ok)
+    for (const OutEdge& o : r->out[id])
+      if (starpu_mpi_isend_detached(r->handle[o.edge], o.dest, o.edge, MPI_COMM_WORLD, nullptr, nullptr) != 0)
+        r->fail(fmt::format("starpu_mpi_isend_detached for {} -> {} failed", g.label(id), g.label(o.consumer)));
+  r->running.fetch_sub(1);
+  r->done.fetch_add(1);
+  r->cv.notify_all();
+}
+
+// A same-rank transfer's producer is done: the link delay starts now.
+void transfer_started(void* arg) {
+  auto* t = static_cast<TransferArg*>(arg);
+  t->run->link->schedule(t->task, t->delay_s);
+}
+
+// A cross-rank message arrived: its transfer completes after the link delay.
+void message_received(void* arg) {
+  auto* t = static_cast<TransferArg*>(arg);
+  t->run->received.fetch_add(1);
+  t->run->link->schedule(t->task, t->delay_s);
+  t->run->cv.notify_all();
+}
+
+// Same rule as the single-process executor: for strict policies, submit so
+// that every device's tasks appear in hint order (implicit data
+// dependencies on the gradient handles then agree with that order).
+std::vector<int> hint_submission_order(const Hint& h) {
+  const TaskGraph& g = *h.graph;
+  std::vector<int> out, missing(g.size());
+  std::vector<size_t> next(h.devices(), 0);
+  for (int id = 0; id < g.size(); ++id) missing[id] = g.preds(id).size();
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int d = 0; d < h.devices(); ++d)
+      while (next[d] < h.order[d].size() && missing[h.order[d][next[d]]] == 0) {
+        int id = h.order[d][next[d]++];
+        out.push_back(id);
+        for (int s : g.succs(id)) --missing[s];
+        moved = true;
+      }
+  }
+  if (static_cast<int>(out.size()) != g.size()) out.clear();
+  return out;
+}
+
+starpu_codelet make_codelet(bool grad, bool commute) {
+  starpu_codelet cl;
+  starpu_codelet_init(&cl);
+  cl.where = STARPU_CPU;
+  cl.cpu_funcs[0] = graph_task_body;
+  cl.nbuffers = grad ? 1 : 0;
+  if (grad) cl.modes[0] = commute ? static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE) : STARPU_RW;
+  cl.name = grad ? "rrfp_mpi_wgrad" : "rrfp_mpi_task";
+  return cl;
+}
+
+std::string env_str(const char* name) {
+  const char* s = std::getenv(name);
+  return s ? s : "";
+}
+
+}  // namespace
+
+MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body, const ExecOptions& opt,
+                          const MpiOptions& mopt) {
+  const TaskGraph& g = *hint.graph;
+  const int n = g.size(), D = hint.devices(), K = mopt.devices_per_rank;
+  const MpiWorld world = mpi_world();
+  const int me = world.rank, R = world.size;
+  if (g.spec().microbatches < 1) throw SpecError("a run needs at least one microbatch");
+  if (K < 1) throw SpecError("--devices-per-rank must be at least 1");
+  if (K > max_cpu_workers())
+    throw SpecError(fmt::format("--devices-per-rank {} exceeds the {} CPU workers this StarPU allows", K, max_cpu_workers()));
+  if (D != R * K)
+    throw SpecError(fmt::format("the hint has {} devices but {} ranks x {} devices per rank = {}; launch {} ranks or "
+                                "set --devices-per-rank",
+                                D, R, K, R * K, D % K == 0 ? D / K : D));
+  PolicyChoice choice = resolve_policy(opt.policy);
+  const int slack = opt.inflight_slack >= 0 ? opt.inflight_slack : inflight_slack_from_env(0);
+  if (choice.kind == PolicyChoice::Kind::StaticOrder) {
+    ReplayResult rr = replay_unit(hint);
+    if (!rr.complete)
+      throw ExecError(fmt::format("static-order: hint '{}' cannot run in strict order:\n{}", hint.name, rr.stuck));
+  }
+  auto rank_of = [&](int id) { return g.task(id).device / K; };
+  std::vector<unsigned char> local(D, 0);
+  for (int d = me * K; d < (me + 1) * K; ++d) local[d] = 1;
+  std::unique_ptr<Arbiter> arb;
+  if (choice.uses_arbiter())
+    arb = std::make_unique<Arbiter>(
+        hint, ArbiterOptions{choice.kind == PolicyChoice::Kind::Rrfp ? Mode::ReadinessFirst : Mode::Strict, slack,
+                             opt.inflight_cap, local});
+
+  MpiExecResult out;
+  out.rank = me;
+  out.ranks = R;
+  out.devices_per_rank = K;
+  ExecResult& res = out.exec;
+  res.policy = choice.name;
+  res.devices = D;
+  res.tasks = n;
+
+  // Edges, indexed as in the pred array; the tag of a message is its index.
+  std::vector<int> edge_off(n + 1, 0);
+  for (int id = 0; id < n; ++id) edge_off[id + 1] = edge_off[id] + g.preds(id).size();
+  const int E = edge_off[n];
+
+  // Closed before gathering: once StarPU-MPI's progress thread is gone, the
+  // MPI calls below are this thread's alone (MPI_THREAD_SERIALIZED).
+  std::optional<MpiStarpuSession> session;
+  session.emplace(choice, K, false);
+  std::vector<int> local_worker(K), local_of_worker(starpu_worker_get_count(), -1);
+  for (int i = 0; i < K; ++i) {
+    local_worker[i] = session->worker_of_local(i);
+    local_of_worker[local_worker[i]] = i;
+  }
+
+  Run run;
+  run.g = &g;
+  run.body = &body;
+  run.payload = &mopt.payload;
+  run.out.resize(n);
+  run.in.resize(n);
+  run.buf.resize(E);
+  run.handle.assign(E, nullptr);
+  run.start.assign(n, -1);
+  run.end.assign(n, -1);
+  run.worker.assign(n, -1);
+  run.pos.assign(n, -1);
+  run.by_worker.resize(starpu_worker_get_count());
+  run.fail_task = env_str("RRFP_MPI_FAIL_TASK");
+  run.kill_task = env_str("RRFP_MPI_KILL_TASK");
+  LinkThread link;
+  run.link = &link;
+
+  int n_local = 0, expected_msgs = 0;
+  for (int c = 0; c < n; ++c) {
+    int k = 0;
+    for (int p : g.preds(c)) {
+      const int e = edge_off[c] + k;
+      if (rank_of(p) != rank_of(c)) {
+        ++out.messages;
+        if (rank_of(p) == me || rank_of(c) == me) {
+          size_t bytes = mopt.payload.bytes ? std::max<size_t>(1, mopt.payload.bytes(c, k)) : 8;
+          run.buf[e].assign(bytes, 0);
+          starpu_vector_data_register(&run.handle[e], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(run.buf[e].data()),
+                                      static_cast<uint32_t>(bytes), 1);
+        }
+        if (rank_of(p) == me) run.out[p].push_back({c, k, e, rank_of(c)});
+        if (rank_of(c) == me) {
+          run.in[c].push_back({k, e});
+          ++expected_msgs;
+        }
+      }
+      ++k;
+    }
+    if (rank_of(c) == me) ++n_local;
+  }
+
+  // Tasks of this rank, restricted to their device's worker.
+  const bool strict = choice.kind == PolicyChoice::Kind::RrfpFixed || choice.kind == PolicyChoice::Kind::StaticOrder;
+  std::vector<int> submit_order = strict ? hint_submission_order(hint) : std::vector<int>{};
+  if (submit_order.empty()) submit_order = g.topological_order();
+  starpu_codelet cl_plain = make_codelet(false, false), cl_grad = make_codelet(true, !strict);
+  std::vector<double> grad(g.spec().stages, 0.0);
+  std::vector<starpu_data_handle_t> grad_h(g.spec().stages, nullptr);
+  for (int s = 0; s < g.spec().stages; ++s)
+    starpu_variable_data_register(&grad_h[s], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&grad[s]), sizeof(double));
+  std::vector<std::vector<uint32_t>> masks(K);
+  for (int i = 0; i < K; ++i) {
+    int w = local_worker[i];
+    masks[i].assign(w / 32 + 1, 0);
+    masks[i][w / 32] |= 1u << (w % 32);
+  }
+  std::vector<GraphTaskArg> args(n);
+  std::vector<starpu_task*> tasks(n, nullptr);
+  for (int id = 0; id < n; ++id) {
+    if (rank_of(id) != me) continue;
+    const Task& t = g.task(id);
+    const int li = t.device - me * K;
+    bool wgrad = t.kind == Kind::W || t.kind == Kind::BW;
+    starpu_task* st = starpu_task_create();
+    st->cl = wgrad ? &cl_grad : &cl_plain;
+    if (wgrad) st->handles[0] = grad_h[t.stage];
+    args[id] = {id, &run};
+    st->cl_arg = &args[id];
+    st->destroy = 0;
+    st->priority = -hint.rank[id];
+    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
+      st->execute_on_a_specific_worker = 1;
+      st->workerid = local_worker[li];
+      st->workerorder = hint.rank[id] + 1;
+    } else {
+      st->workerids = masks[li].data();
+      st->workerids_len = static_cast<unsigned>(masks[li].size());
+    }
+    tasks[id] = st;
+  }
+  // Dependencies: local tasks directly, other local devices through a
+  // delayed transfer task, other ranks through a transfer task released by
+  // the receive.
+  std::vector<std::unique_ptr<TransferArg>> xfer_args;
+  std::vector<std::vector<starpu_task*>> xfers_into(n);
+  std::vector<std::pair<int, TransferArg*>> recvs;  // (edge, arg)
+  std::unordered_set<starpu_task*> recv_x;          // submitted with their receive
+  std::vector<starpu_task*> deps;
+  for (int id = 0; id < n; ++id) {
+    if (!tasks[id]) continue;
+    deps.clear();
+    int k = 0;
+    for (int p : g.preds(id)) {
+      const double delay = opt.link_delay_s ? opt.link_delay_s(id, k) : 0.0;
+      if (g.task(p).device == g.task(id).device) {
+        deps.push_back(tasks[p]);
+      } else {
+        starpu_task* x = starpu_task_create();
+        x->cl = nullptr;
+        x->destroy = 0;
+        if (rank_of(p) == me) {
+          starpu_task_declare_deps_array(x, 1, &tasks[p]);
+          if (delay > 0) {
+            xfer_args.push_back(std::make_unique<TransferArg>(TransferArg{&run, x, delay}));
+            starpu_task_end_dep_add(x, 1);
+            x->prologue_callback_pop_func = transfer_started;
+            x->prologue_callback_pop_arg = xfer_args.back().get();
+          }
+        } else {
+          xfer_args.push_back(std::make_unique<TransferArg>(TransferArg{&run, x, delay}));
+          starpu_task_end_dep_add(x, 1);
+          recvs.push_back({edge_off[id] + k, xfer_args.back().get()});
+          recv_x.insert(x);
+        }
+        xfers_into[id].push_back(x);
+        deps.push_back(x);
+      }
+      ++k;
+    }
+    if (!deps.empty()) starpu_task_declare_deps_array(tasks[id], static_cast<unsigned>(deps.size()), deps.data());
+  }
+  for (const auto& v : xfers_into) res.transfers += static_cast<int>(v.size());
+
+  if (arb) {
+    // The policy maps every device to a worker; another rank's devices get
+    // a worker id no StarPU worker has here, so nothing ever pops for them.
+    std::vector<int> worker_of_device(D, STARPU_NMAXWORKERS - 1);
+    for (int i = 0; i < K; ++i) worker_of_device[me * K + i] = local_worker[i];
+    policy_attach(PolicyRun{arb.get(), worker_of_device, {&cl_plain, &cl_grad}, n});
+  }
+  auto submit = [&](starpu_task* t, int id) {
+    int rc = starpu_task_submit(t);
+    if (rc != 0) mpi_abort(fmt::format("starpu_task_submit({}) failed ({})", g.label(id), rc));
+  };
+  // Receives first (each completes a transfer task, so those are submitted
+  // before): a message can arrive, and its consumer become ready, at any
+  // time from now on, in any order.
+  for (auto& [e, a] : recvs) {
+    const int c = std::upper_bound(edge_off.begin(), edge_off.end(), e) - edge_off.begin() - 1;
+    submit(a->task, c);
+    const int src = rank_of(g.preds(c).begin()[e - edge_off[c]]);
+    if (starpu_mpi_irecv_detached(run.handle[e], src, e, MPI_COMM_WORLD, message_received, a) != 0)
+      mpi_abort(fmt::format("starpu_mpi_irecv_detached for {} failed", g.label(c)));
+  }
+  // No starpu_mpi_barrier here: it waits for every submitted task first, and
+  // the transfer tasks above wait for messages. Times share one origin anyway.
+  const double t0 = abs_now();
+  for (int id : submit_order) {
+    if (!tasks[id]) continue;
+    for (starpu_task* x : xfers_into[id])
+      if (!recv_x.count(x)) submit(x, id);
+    submit(tasks[id], id);
+  }
+
+  // Watchdog: any failure or a stall stops every rank.
+  {
+    std::unique_lock<std::mutex> lk(run.m);
+    long last_progress = -1;
+    double last_move = abs_now(), stall_since = -1;
+    while (run.done.load() < n_local) {
+      run.cv.wait_for(lk, std::chrono::milliseconds(5));
+      if (!run.error.empty()) mpi_abort(run.error);
+      const double now = abs_now();
+      long progress = run.done.load() + run.received.load() + policy_events();
+      if (progress != last_progress) last_progress = progress, last_move = now, stall_since = -1;
+      if (run.running.load() != 0 || link.busy() != 0) continue;
+      const int waiting = expected_msgs - run.received.load();
+      std::string why;
+      lk.unlock();
+      bool stalled = arb && waiting == 0 && policy_stalled(&why);
+      lk.lock();
+      if (stalled) {
+        if (stall_since < 0) stall_since = now;
+        else if (now - stall_since >= opt.stall_grace_s)
+          mpi_abort(fmt::format("{}: run stalled with {} of {} local tasks done; no device can take a task:\n{}",
+                                res.policy, run.done.load(), n_local, why));
+      } else if (now - last_move >= opt.stall_timeout_s) {
+        mpi_abort(fmt::format("{}: no progress for {:.1f} s with {} of {} local tasks done and {} of {} messages "
+                              "still expected from other ranks (a rank died or hangs?)",
+                              res.policy, opt.stall_timeout_s, run.done.load(), n_local, waiting, expected_msgs));
+      }
+    }
+  }
+  const double wall_local = abs_now() - t0;
+  starpu_task_wait_for_all();
+  starpu_mpi_wait_for_all(MPI_COMM_WORLD);  // our sends have left
+  if (arb) policy_detach();
+  for (int id = 0; id < n; ++id) {
+    if (tasks[id]) starpu_task_destroy(tasks[id]);
+    for (starpu_task* x : xfers_into[id]) starpu_task_destroy(x);
+  }
+  for (auto h : grad_h) starpu_data_unregister(h);
+  for (auto h : run.handle)
+    if (h) starpu_data_unregister(h);
+  session.reset();
+  struct Rec {
+    double id, start, end, worker, pos;
+  };
+  // One time origin for all ranks: the earliest local start. steady_clock
+  // is CLOCK_MONOTONIC, shared by the processes of one host.
+  double t_origin = t0;
+  MPI_Allreduce(&t0, &t_origin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  std::vector<Rec> mine;
+  mine.reserve(n_local);
+  for (int id = 0; id < n; ++id)
+    if (rank_of(id) == me) {
+      const int w = run.worker[id];
+      const int li = w >= 0 && w < static_cast<int>(local_of_worker.size()) ? local_of_worker[w] : -1;
+      mine.push_back({double(id), run.start[id] - t_origin, run.end[id] - t_origin, li >= 0 ? double(me * K + li) : -1.0 - w,
+                      double(run.pos[id])});
+    }
+  res.inflight_cap.resize(D);
+  auto peak = hint.peak_inflight();
+  for (int d = 0; d < D; ++d)
+    res.inflight_cap[d] = arb ? arb->cap(d) : (opt.inflight_cap.empty() ? peak[d] + slack : opt.inflight_cap[d]);
+  // Every rank gets the merged run (doubles: five per task), so callers
+  // compute the same statistics everywhere and only printing is rank 0's.
+  int count = static_cast<int>(mine.size() * 5);
+  std::vector<int> counts(R), displs(R);
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < R; ++r) displs[r] = total, total += counts[r];
+  std::vector<double> all(total);
+  MPI_Allgatherv(reinterpret_cast<double*>(mine.data()), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(),
+                 MPI_DOUBLE, MPI_COMM_WORLD);
+  double wall = 0;
+  MPI_Allreduce(&wall_local, &wall, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+
+  res.wall_s = wall;
+  res.start_s.assign(n, -1);
+  res.end_s.assign(n, -1);
+  res.worker.assign(n, -1);
+  out.task_rank.assign(n, -1);
+  std::vector<int> pos(n, -1);
+  for (int r = 0; r < R; ++r)
+    for (int i = displs[r]; i < displs[r] + counts[r]; i += 5) {
+      const int id = static_cast<int>(all[i]);
+      res.start_s[id] = all[i + 1];
+      res.end_s[id] = all[i + 2];
+      res.worker[id] = static_cast<int>(all[i + 3]);
+      pos[id] = static_cast<int>(all[i + 4]);
+      out.task_rank[id] = r;
+    }
+  res.device_worker.resize(D);
+  for (int d = 0; d < D; ++d) res.device_worker[d] = d;  // global worker id = rank * K + local index = device
+  res.order.assign(D, {});
+  for (int id = 0; id < n; ++id)
+    if (res.worker[id] >= 0 && res.worker[id] < D) res.order[res.worker[id]].push_back(id);
+  for (auto& o : res.order) std::sort(o.begin(), o.end(), [&](int a, int b) { return pos[a] < pos[b]; });
+  fill_run_stats(g, res);
+  return out;
+}
+
+}  // namespace rrfp

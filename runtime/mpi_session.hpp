@@ -1,0 +1,43 @@
+// MPI for multi-rank runs. MPI lives once per process (initialised on first
+// use, finalised at exit); StarPU-MPI is opened and closed per run, like the
+// single-process StarpuSession, so one process can run several graphs.
+#pragma once
+
+#include <string>
+
+#include "sched/policy_registry.hpp"
+
+namespace rrfp {
+
+// True when a launcher started this process as one of several ranks
+// (mpirun/mpiexec of Open MPI, MPICH/PMI, srun with PMI or PMIx), or when
+// RRFP_MPI=1 forces the multi-rank path (RRFP_MPI=0 disables it).
+bool mpi_launched();
+
+struct MpiWorld {
+  int rank = 0, size = 1;
+};
+// Initialises MPI (MPI_THREAD_SERIALIZED: StarPU-MPI's progress thread is
+// the only caller while a run is open) on first use and returns this rank.
+// Also installs a SIGTERM handler so a rank that the launcher kills after
+// another rank failed says so instead of vanishing silently.
+MpiWorld mpi_world();
+
+// Prints "rrfp: rank R: msg" on stderr and aborts every rank
+// (MPI_Abort): the only safe stop once ranks wait on each other.
+[[noreturn]] void mpi_abort(const std::string& msg, int code = 3);
+
+// One StarPU-MPI instance: `ncpus` CPU workers on this rank, our policy
+// or a built-in, MPI_COMM_WORLD. Throws SpecError like StarpuSession.
+class MpiStarpuSession {
+ public:
+  MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling);
+  ~MpiStarpuSession();
+  MpiStarpuSession(const MpiStarpuSession&) = delete;
+  MpiStarpuSession& operator=(const MpiStarpuSession&) = delete;
+
+  // StarPU worker id of this rank's i-th CPU worker (its i-th local device).
+  int worker_of_local(int i) const;
+};
+
+}  // namespace rrfp
