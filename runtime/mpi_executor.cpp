@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <unordered_set>
 
@@ -48,7 +49,7 @@ struct Run {
   std::mutex m;
   std::condition_variable cv;
   std::string error;  // first failure
-  std::string fail_task, kill_task;
+  std::string fail_task, kill_task, hang_task;
   LinkThread* link = nullptr;
 
   void fail(std::string msg) {
@@ -87,6 +88,7 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
     // Test hooks: a rank that dies (SIGKILL, no goodbye) or a task that throws.
     if (label_is(g, id, r->kill_task)) std::raise(SIGKILL);
     if (label_is(g, id, r->fail_task)) throw std::runtime_error("injected failure (RRFP_MPI_FAIL_TASK)");
+    while (label_is(g, id, r->hang_task)) std::this_thread::sleep_for(std::chrono::seconds(1));
     if (r->payload->unpack)
       for (auto [k, e] : r->in[id]) r->payload->unpack(id, k, r->buf[e].data());
     (*r->body)(id);
@@ -207,6 +209,14 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   for (int id = 0; id < n; ++id) edge_off[id + 1] = edge_off[id] + g.preds(id).size();
   const int E = edge_off[n];
 
+  // Another rank's slow task looks like no progress here: the window is
+  // the executor's stall timeout, or RRFP_MPI_TIMEOUT_S.
+  double timeout_s = opt.stall_timeout_s;
+  if (const char* t = std::getenv("RRFP_MPI_TIMEOUT_S"); t && *t) {
+    char* end = nullptr;
+    timeout_s = std::strtod(t, &end);
+    if (*end || !(timeout_s > 0)) throw SpecError(fmt::format("RRFP_MPI_TIMEOUT_S='{}' is not a positive number", t));
+  }
   // Closed before gathering: once StarPU-MPI's progress thread is gone, the
   // MPI calls below are this thread's alone (MPI_THREAD_SERIALIZED).
   std::optional<MpiStarpuSession> session;
@@ -232,6 +242,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   run.by_worker.resize(starpu_worker_get_count());
   run.fail_task = env_str("RRFP_MPI_FAIL_TASK");
   run.kill_task = env_str("RRFP_MPI_KILL_TASK");
+  run.hang_task = env_str("RRFP_MPI_HANG_TASK");
   LinkThread link;
   run.link = &link;
 
@@ -394,10 +405,10 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
         else if (now - stall_since >= opt.stall_grace_s)
           mpi_abort(fmt::format("{}: run stalled with {} of {} local tasks done; no device can take a task:\n{}",
                                 res.policy, run.done.load(), n_local, why));
-      } else if (now - last_move >= opt.stall_timeout_s) {
+      } else if (now - last_move >= timeout_s) {
         mpi_abort(fmt::format("{}: no progress for {:.1f} s with {} of {} local tasks done and {} of {} messages "
                               "still expected from other ranks (a rank died or hangs?)",
-                              res.policy, opt.stall_timeout_s, run.done.load(), n_local, waiting, expected_msgs));
+                              res.policy, timeout_s, run.done.load(), n_local, waiting, expected_msgs));
       }
     }
   }
