@@ -3,7 +3,8 @@
 // once, on its device's worker of the rank that owns the device, after all
 // of its inputs (cross-rank ones included), and within the in-flight cap.
 // Usage: rrfp_mpi_check HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY]
-// Policy from STARPU_SCHED. Exit 0 when every check holds.
+// Policy from STARPU_SCHED. Exit 0 when every check holds. Without mpirun
+// it runs the same graph in one process (execute()), for comparison.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "codelets/cost_model.hpp"
 #include "hints/generators.hpp"
 #include "runtime/mpi_executor.hpp"
+#include "runtime/mpi_session.hpp"
 
 using namespace rrfp;
 
@@ -40,7 +42,19 @@ int main(int argc, char** argv) {
     Durations d = draw(g, c);
     ExecOptions o;
     if (c.link_ms > 0) o.link_delay_s = [&d](int id, int k) { return d.edge(id, k); };
-    MpiExecResult m = execute_mpi(h, [&d](int id) { std::this_thread::sleep_for(std::chrono::duration<double>(d.task_s[id])); }, o, mo);
+    auto body = [&d](int id) { std::this_thread::sleep_for(std::chrono::duration<double>(d.task_s[id])); };
+    MpiExecResult m;
+    if (mpi_launched()) {
+      m = execute_mpi(h, body, o, mo);
+    } else {  // the same graph in one process, for comparison
+      mo.devices_per_rank = h.devices();
+      m.devices_per_rank = h.devices();
+      m.exec = execute(h, body, o);
+      m.task_rank.assign(g.size(), 0);
+      for (int dev = 0; dev < h.devices(); ++dev)
+        for (int id : h.order[dev]) m.exec.worker[id] = m.exec.worker[id] == m.exec.device_worker[dev] ? dev : -1;
+      for (int dev = 0; dev < h.devices(); ++dev) m.exec.device_worker[dev] = dev;
+    }
     if (!m.root()) return 0;
     const ExecResult& r = m.exec;
     int bad = 0;
