@@ -482,4 +482,10 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   return out;
 }
 
+Executor mpi_executor(const MpiOptions& mopt) {
+  return [mopt](const Hint& h, const std::function<void(int)>& body, const ExecOptions& o) {
+    return execute_mpi(h, body, o, mopt).exec;
+  };
+}
+
 }  // namespace rrfp

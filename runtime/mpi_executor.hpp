@@ -64,4 +64,9 @@ struct MpiExecResult {
 MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int task)>& body, const ExecOptions& opt,
                           const MpiOptions& mopt);
 
+// execute_mpi() with the shape of execute(), for callers that take an
+// executor (rrfp bench): every rank gets the merged ExecResult.
+using Executor = std::function<ExecResult(const Hint&, const std::function<void(int)>&, const ExecOptions&)>;
+Executor mpi_executor(const MpiOptions& mopt);
+
 }  // namespace rrfp
