@@ -83,13 +83,35 @@ void transfer_started(void* arg) {
   t->run->link->schedule(t->task, t->delay_s);
 }
 
-starpu_codelet make_codelet(bool grad) {
+// Submission order in which every device's tasks appear in hint order and
+// every task after its predecessors; empty when the hint cannot run strictly.
+std::vector<int> hint_submission_order(const Hint& h) {
+  const TaskGraph& g = *h.graph;
+  std::vector<int> out, missing(g.size());
+  std::vector<size_t> next(h.devices(), 0);
+  for (int id = 0; id < g.size(); ++id) missing[id] = g.preds(id).size();
+  out.reserve(g.size());
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int d = 0; d < h.devices(); ++d)
+      while (next[d] < h.order[d].size() && missing[h.order[d][next[d]]] == 0) {
+        int id = h.order[d][next[d]++];
+        out.push_back(id);
+        for (int s : g.succs(id)) --missing[s];
+        moved = true;
+      }
+  }
+  if (static_cast<int>(out.size()) != g.size()) out.clear();
+  return out;
+}
+
+starpu_codelet make_codelet(bool grad, bool commute) {
   starpu_codelet cl;
   starpu_codelet_init(&cl);
   cl.where = STARPU_CPU;
   cl.cpu_funcs[0] = graph_task_body;
   cl.nbuffers = grad ? 1 : 0;
-  if (grad) cl.modes[0] = static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE);
+  if (grad) cl.modes[0] = commute ? static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE) : STARPU_RW;
   cl.name = grad ? "rrfp_wgrad" : "rrfp_task";
   return cl;
 }
@@ -143,8 +165,17 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   LinkThread link;
   run.link = &link;
 
-  starpu_codelet cl_plain = make_codelet(false), cl_grad = make_codelet(true);
-  // Per-stage gradient buffers, accumulated by W/BW in any order.
+  // Per-stage gradient buffers written by W/BW. StarPU acquires a handle
+  // when a task becomes ready, before the policy sees it, so under a strict
+  // order a W/BW whose turn has not come would hold a COMMUTE handle and
+  // block the one whose turn it is (a deadlock seen with dualpipev). Strict
+  // policies therefore use plain RW and submit in hint order, so the implicit
+  // data dependencies agree with the order they follow anyway; the others
+  // accumulate in any order (RW | COMMUTE).
+  const bool strict = choice.kind == PolicyChoice::Kind::RrfpFixed || choice.kind == PolicyChoice::Kind::StaticOrder;
+  std::vector<int> submit_order = strict ? hint_submission_order(hint) : std::vector<int>{};
+  if (submit_order.empty()) submit_order = g.topological_order();
+  starpu_codelet cl_plain = make_codelet(false, false), cl_grad = make_codelet(true, !strict);
   std::vector<double> grad(g.spec().stages, 0.0);
   std::vector<starpu_data_handle_t> grad_h(g.spec().stages, nullptr);
   for (int s = 0; s < g.spec().stages; ++s)
@@ -218,7 +249,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
       std::_Exit(3);  // half a graph submitted: nothing can be unwound safely
     }
   };
-  for (int id : g.topological_order()) {
+  for (int id : submit_order) {
     for (starpu_task* x : xfers_into[id]) submit(x, id);
     submit(tasks[id], id);
   }

@@ -51,10 +51,14 @@ static int lifo_push(struct starpu_task *task)
 	starpu_push_task_end(task);
 	pthread_mutex_unlock(&lock);
 
+#ifndef STARPU_NON_BLOCKING_DRIVERS
+	/* Blocking drivers sleep when idle: wake those that may run the task.
+	 * Non-blocking drivers poll pop, and waking them only costs time. */
 	unsigned n = starpu_worker_get_count();
 	for (unsigned w = 0; w < n; w++)
 		if (starpu_worker_can_execute_task_first_impl(w, task, NULL))
 			starpu_wake_worker_relax_light((int)w);
+#endif
 	return 0;
 }
 

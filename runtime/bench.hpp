@@ -1,0 +1,47 @@
+// The synthetic benchmark behind `rrfp bench` and perf/: a hint's graph on
+// real StarPU workers whose task bodies sleep for durations drawn in advance
+// from the seeded cost model, compared with the lower bound of those
+// durations.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "codelets/cost_model.hpp"
+#include "hints/generators.hpp"
+#include "plot/timeline.hpp"
+#include "runtime/executor.hpp"
+
+namespace rrfp {
+
+struct BenchConfig {
+  std::string hint = "bfw";
+  HintParams params;
+  CostOptions cost;
+  ExecOptions exec;
+  int iterations = 1;  // iteration i draws with seed + i
+};
+
+struct BenchReport {
+  std::string policy, hint, variability;
+  int stages = 0, devices = 0, microbatches = 0;
+  std::uint64_t seed = 0;
+  int tasks = 0, iterations = 0;
+  std::vector<double> makespans_s, lower_bounds_s;  // per iteration
+  // Means over iterations.
+  double makespan_s = 0, lower_bound_s = 0, makespan_over_lb = 0, bubble_ratio = 0, critical_path_s = 0;
+  std::vector<double> busy_s;         // per device, mean
+  std::vector<int> peak_inflight;     // per device, max over iterations
+  std::vector<int> inflight_cap;      // per device
+  ExecResult last;                    // the last iteration, for traces
+};
+
+// Sleeps until `seconds` after the call; the synthetic task body.
+void sleep_for_seconds(double seconds);
+
+BenchReport run_bench(const Hint& hint, const BenchConfig& cfg);
+nlohmann::json to_json(const BenchReport& r);
+// One track per device, one slice per task ("2F0"); StarPU's profiling
+// times when the run had profiling on, else the executor's own records.
+Timeline to_timeline(const Hint& hint, const ExecResult& r, const std::string& title);
+
+}  // namespace rrfp
