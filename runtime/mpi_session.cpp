@@ -9,7 +9,11 @@
 #include <fmt/format.h>
 #include <mpi.h>
 #include <starpu_mpi.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <fstream>
 
 #include "graph/pipeline_spec.hpp"
 #include "runtime/session.hpp"
@@ -30,6 +34,25 @@ void on_sigterm(int) {
   ssize_t rc = write(2, g_term_msg, std::strlen(g_term_msg));
   (void)rc;
   _exit(143);
+}
+
+// StarPU-MPI 1.3's progress thread ("MPI") polls without pause while a
+// receive is posted, i.e. for a whole run here. With fewer cores than
+// threads it steals time slices from the workers; a higher nice value lets
+// it run when a core is free. RRFP_MPI_PROGRESS_NICE (0 = leave it).
+void renice_progress_thread() {
+  int nice_value = env_int("RRFP_MPI_PROGRESS_NICE");
+  if (nice_value == 0) return;
+  if (nice_value < 0) nice_value = 10;
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "MPI") setpriority(PRIO_PROCESS, std::atoi(e->d_name), nice_value);
+  }
+  closedir(dir);
 }
 
 void finalize_at_exit() {
@@ -112,6 +135,7 @@ MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool p
     throw SpecError(fmt::format("{} devices per rank requested but StarPU started only {} CPU workers", ncpus, got));
   }
   if (profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+  renice_progress_thread();
 }
 
 MpiStarpuSession::~MpiStarpuSession() { starpu_mpi_shutdown(); }
