@@ -14,8 +14,8 @@ void add_train_command(CLI::App& app) {
   auto o = std::make_shared<train::TrainOptions>();
   auto split = std::make_shared<bool>(false), fused = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
-  auto* c = app.add_subcommand("train", "Train a model (gpt-tiny) with pipeline parallelism on StarPU");
-  c->add_option("--model", o->model, "model: gpt-tiny")->capture_default_str();
+  auto* c = app.add_subcommand("train", "Train a model (gpt-tiny, mm-tiny) with pipeline parallelism on StarPU");
+  c->add_option("--model", o->model, "model: gpt-tiny or mm-tiny")->capture_default_str();
   c->add_option("--stages", o->stages, "pipeline devices (StarPU CPU workers)")->capture_default_str();
   c->add_option("--microbatches", o->microbatches, "microbatches per step")->capture_default_str();
   c->add_option("--micro-batch-size", o->micro_batch_size, "sequences per microbatch")->capture_default_str();
@@ -40,7 +40,8 @@ void add_train_command(CLI::App& app) {
   c->add_option("--layers", o->gpt.layers, "transformer blocks")->capture_default_str();
   c->add_option("--d-model", o->gpt.d_model, "model width")->capture_default_str();
   c->add_option("--heads", o->gpt.heads, "attention heads")->capture_default_str();
-  c->add_option("--seq-len", o->gpt.seq_len, "tokens per sequence")->capture_default_str();
+  c->add_option("--seq-len", o->gpt.seq_len, "tokens per sequence (gpt-tiny)")->capture_default_str();
+  c->add_option("--enc-layers", o->enc_layers, "vision encoder blocks (mm-tiny)")->capture_default_str();
   c->add_flag("--quiet", *quiet, "no progress lines");
   c->callback([o, split, fused, quiet] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");

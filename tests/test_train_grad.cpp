@@ -13,6 +13,7 @@
 #include "hints/generators.hpp"
 #include "hints/replay.hpp"
 #include "train/data.hpp"
+#include "train/mm_model.hpp"
 #include "train/pipeline.hpp"
 #include "train/reference.hpp"
 #if __has_include("runtime/executor.hpp")
@@ -54,7 +55,7 @@ std::vector<int> replay_order(const Hint& h) {
 
 // Runs one iteration of `h` over `mbs`, in replay order or under a StarPU
 // policy; returns gradients by parameter name.
-std::map<std::string, torch::Tensor> pipeline_grads(const GptModel& model, const Hint& h,
+std::map<std::string, torch::Tensor> pipeline_grads(const Model& model, const Hint& h,
                                                     const std::vector<Microbatch>& mbs, bool det,
                                                     double* loss, const std::string& policy = "") {
   Pipeline p(model, h.spec().stages, h.spec().microbatches, det);
@@ -153,6 +154,32 @@ TEST(TrainGrad, EveryHintMatchesReferenceUnderRrfp) { check_all_hints("rrfp"); }
 TEST(TrainGrad, EveryHintMatchesReferenceUnderRrfpFixed) { check_all_hints("rrfp-fixed"); }
 TEST(TrainGrad, EveryHintMatchesReferenceUnderEager) { check_all_hints("eager"); }
 #endif
+
+// mm-tiny: vision stage + language stages, images of varying patch counts.
+TEST(TrainGrad, MmTinyMatchesReference) {
+  torch::set_num_threads(1);
+  GptConfig c = tiny_config();
+  c.layers = 2;
+  const MmModel model(c, 1, 11);
+  ImageSampler smp(5);
+  const int M = 4, b = 3;
+  const auto mbs = make_image_microbatches(smp.next(M * b), M, b);
+  const ReferenceStep ref = reference_step(model, mbs);
+  for (const char* name : {"gpipe", "1f1b", "zb-h1"})
+    for (int S : {1, 2, 3}) {
+      HintParams hp;
+      hp.stages = S;
+      hp.microbatches = M;
+      SCOPED_TRACE(fmt::format("{} S={}", name, S));
+      double loss = 0;
+      auto grads = pipeline_grads(model, make_hint(name, hp), mbs, false, &loss);
+      EXPECT_NEAR(loss, ref.loss, 1e-6 * std::abs(ref.loss));
+      for (size_t i = 0; i < model.all_params().size(); ++i) {
+        const std::string& n = model.all_params()[i].name;
+        EXPECT_TRUE(torch::allclose(grads[n], ref.grads[i], 1e-5, 1e-6)) << n;
+      }
+    }
+}
 
 TEST(TrainGrad, PassOrderViolationIsAnError) {
   const GptConfig cfg = tiny_config();

@@ -58,6 +58,17 @@ TEST(TrainLoop, LossFalls) {
   EXPECT_LT(l.back(), l.front() - 1.0) << l.front() << " -> " << l.back();
 }
 
+TEST(TrainLoop, MmTinyLossFalls) {
+  TrainOptions o = tiny("1f1b", 2);
+  o.model = "mm-tiny";
+  o.gpt.layers = 2;
+  o.enc_layers = 1;
+  o.steps = 30;
+  o.micro_batch_size = 4;
+  const auto l = losses(train(o));
+  EXPECT_LT(l.back(), l.front() - 1.0) << l.front() << " -> " << l.back();
+}
+
 // 20 deterministic steps: bitwise the same losses whatever the hint or the
 // policy; and the non-deterministic ones within 1e-5 of the plain loop.
 TEST(TrainLoop, DeterministicLossesAreBitwiseEqualAcrossHintsAndPolicies) {

@@ -1,6 +1,9 @@
-// gpt-tiny: a pre-norm GPT-style byte decoder written with plain tensors and
-// functional ops, so each parameter has one global name and one place in a
-// fixed order whatever the partition into stages.
+// Models for pipeline training, written with plain tensors and functional
+// ops, so each parameter has one global name and one place in a fixed order
+// whatever the partition into stages.
+//   gpt-tiny: a pre-norm GPT-style byte decoder.
+//   mm-tiny:  a vision encoder over a variable number of image patches, a
+//             projector, and GPT language blocks (mm_model.hpp).
 #pragma once
 
 #include <torch/torch.h>
@@ -18,28 +21,70 @@ struct NamedParam {
   torch::Tensor t;
 };
 
+// One microbatch. gpt-tiny uses tokens and targets; mm-tiny adds images.
+struct Microbatch {
+  torch::Tensor tokens;      // [b, T] int64
+  torch::Tensor targets;     // [b, T] int64; -1 = no loss at this position
+  torch::Tensor patches;     // mm-tiny: [b, N, patch_dim] float, zero padded
+  torch::Tensor patch_mask;  // mm-tiny: [b, N] bool, true = real patch
+};
+
+// What the pipeline needs from a model: a partition into stages, the
+// forward of one stage and the loss.
+class Model {
+ public:
+  virtual ~Model() = default;
+  // Global order; two models of one config and seed are identical.
+  virtual const std::vector<NamedParam>& all_params() const = 0;
+  // Throws SpecError when the model cannot be split into `stages`.
+  virtual std::vector<StageRange> partition(int stages) const = 0;
+  // Parameters of one stage, in global order.
+  virtual std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const = 0;
+  // First stage: input ignored, reads mb. Last stage: returns logits.
+  virtual torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
+                                      const Microbatch& mb) const = 0;
+  // Mean cross-entropy over positions with a target >= 0.
+  static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets);
+};
+
 struct BlockParams {
   torch::Tensor ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b;
   torch::Tensor ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b;
 };
 
-// The whole model. Parameters are drawn from `seed` in the order of
-// all_params(), so two models with the same config and seed are identical.
-class GptModel {
+// Builds parameters in a fixed order from one generator.
+class ParamFactory {
+ public:
+  explicit ParamFactory(std::uint64_t seed);
+  torch::Tensor normal(std::vector<int64_t> shape, double stdv);
+  static torch::Tensor zeros(int64_t n);
+  static torch::Tensor ones(int64_t n);
+  // A pre-norm block of width d with a 4d MLP, its params appended to `out`.
+  BlockParams block(int64_t d, int layers_for_scaling, const std::string& prefix, std::vector<NamedParam>& out);
+
+ private:
+  at::Generator gen_;
+};
+
+// Pre-norm transformer block; `masked` (broadcast to [b, H, T, T]) marks the
+// attention scores to drop (causal and/or padding).
+torch::Tensor transformer_block(const BlockParams& b, const torch::Tensor& x, int64_t heads,
+                                const torch::Tensor& masked);
+
+// gpt-tiny. Stage ranges index its blocks.
+class GptModel : public Model {
  public:
   GptModel(const GptConfig& cfg, std::uint64_t seed);
   const GptConfig& config() const { return cfg_; }
-  // Global order: embeddings, blocks 0..L-1, final norm, head.
-  const std::vector<NamedParam>& all_params() const { return params_; }
-  // Parameters of one model stage, in global order.
-  std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const;
+  const std::vector<NamedParam>& all_params() const override { return params_; }
+  std::vector<StageRange> partition(int stages) const override { return partition_blocks(cfg_.layers, stages); }
+  std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const override;
+  torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
+                              const Microbatch& mb) const override;
 
-  // Pieces of the forward pass (inputs and outputs [b, T, d] unless noted).
   torch::Tensor embed(const torch::Tensor& tokens) const;  // tokens [b, T] int64
   torch::Tensor block(int i, const torch::Tensor& x) const;
   torch::Tensor head(const torch::Tensor& x) const;  // -> logits [b, T, vocab]
-  // Mean cross-entropy of logits against targets [b, T] int64.
-  static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets);
 
  private:
   GptConfig cfg_;
@@ -50,19 +95,20 @@ class GptModel {
   std::vector<std::size_t> block_param_begin_;  // index into params_ per block
 };
 
-// Forward of one model stage: the first embeds tokens, the last applies the
-// head (the loss is taken by the caller, which knows the targets).
+// Forward of one model stage of any model.
 class StageModule {
  public:
-  StageModule(const GptModel& m, StageRange r, bool first, bool last)
+  StageModule(const Model& m, StageRange r, bool first, bool last)
       : m_(&m), r_(r), first_(first), last_(last), params_(m.stage_params(r, first, last)) {}
-  torch::Tensor forward(const torch::Tensor& input) const;
+  torch::Tensor forward(const torch::Tensor& input, const Microbatch& mb) const {
+    return m_->stage_forward(r_, first_, last_, input, mb);
+  }
   bool first() const { return first_; }
   bool last() const { return last_; }
   const std::vector<NamedParam>& params() const { return params_; }
 
  private:
-  const GptModel* m_;
+  const Model* m_;
   StageRange r_;
   bool first_, last_;
   std::vector<NamedParam> params_;

@@ -15,15 +15,15 @@ std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windo
   std::vector<Microbatch> out;
   for (int m = 0; m < M; ++m) {
     auto rows = all.slice(0, int64_t{m} * b, int64_t{m + 1} * b);
-    out.push_back({rows.slice(1, 0, T).contiguous(), rows.slice(1, 1, w).contiguous()});
+    out.push_back({rows.slice(1, 0, T).contiguous(), rows.slice(1, 1, w).contiguous(), {}, {}});
   }
   return out;
 }
 
-Pipeline::Pipeline(const GptModel& model, int model_stages, int microbatches, bool deterministic)
+Pipeline::Pipeline(const Model& model, int model_stages, int microbatches, bool deterministic)
     : model_(&model), M_(microbatches), det_(deterministic) {
   install_memory_accounting();
-  const auto ranges = partition_blocks(model.config().layers, model_stages);
+  const auto ranges = model.partition(model_stages);
   for (int s = 0; s < model_stages; ++s) {
     stages_.emplace_back(model, ranges[s], s == 0, s + 1 == model_stages);
     mem_.push_back(std::make_shared<MemCounter>());
@@ -73,18 +73,16 @@ void Pipeline::forward(int s, int m) {
   Slot& sl = slot(s, m);
   {
     ChargeScope charge(mem_[s]);
-    if (s == 0) {
-      sl.input = mbs_[m].tokens;
-    } else {
+    if (s > 0) {
       Slot& prev = slot(s - 1, m);
       check_order(prev.output.defined(), "F before the previous stage's F", s, m);
       // The copy stands for the transfer between devices: the received
       // activation belongs to this stage.
       sl.input = prev.output.detach().clone().requires_grad_(true);
     }
-    torch::Tensor y = stages_[s].forward(sl.input);
+    torch::Tensor y = stages_[s].forward(sl.input, mbs_[m]);
     if (stages_[s].last()) {
-      torch::Tensor l = GptModel::loss(y, mbs_[m].targets);
+      torch::Tensor l = Model::loss(y, mbs_[m].targets);
       losses_[m] = l.item<float>();
       // The iteration's loss is the mean over microbatches.
       y = l / static_cast<double>(M_);

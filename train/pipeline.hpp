@@ -21,11 +21,6 @@
 
 namespace rrfp::train {
 
-struct Microbatch {
-  torch::Tensor tokens;   // [b, T] int64
-  torch::Tensor targets;  // [b, T] int64, tokens shifted by one
-};
-
 // Splits M*b windows of T+1 bytes (Sampler::next) into M microbatches.
 std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windows, int microbatches,
                                           int micro_batch_size, int seq_len);
@@ -35,7 +30,7 @@ class Pipeline {
   // deterministic: keep one gradient buffer per (stage, microbatch) and sum
   // them in microbatch order at the end, so the result does not depend on
   // the order W tasks ran in; costs (M - 1) extra copies of the gradients.
-  Pipeline(const GptModel& model, int model_stages, int microbatches, bool deterministic);
+  Pipeline(const Model& model, int model_stages, int microbatches, bool deterministic);
   ~Pipeline();
 
   int stages() const { return static_cast<int>(stages_.size()); }
@@ -73,7 +68,7 @@ class Pipeline {
   void take_grad_out(int s, int m);
   void check_order(bool ok, const char* what, int s, int m) const;
 
-  const GptModel* model_;
+  const Model* model_;
   int M_;
   bool det_;
   std::vector<StageModule> stages_;

@@ -2,16 +2,14 @@
 
 namespace rrfp::train {
 
-ReferenceStep reference_step(const GptModel& model, const std::vector<Microbatch>& mbs) {
+ReferenceStep reference_step(const Model& model, const std::vector<Microbatch>& mbs) {
   const auto& params = model.all_params();
   for (const auto& p : params) p.t.mutable_grad() = torch::Tensor();
-  const int L = model.config().layers;
+  const StageRange all = model.partition(1)[0];
   ReferenceStep out;
   double sum = 0;
   for (const Microbatch& mb : mbs) {
-    torch::Tensor x = model.embed(mb.tokens);
-    for (int i = 0; i < L; ++i) x = model.block(i, x);
-    torch::Tensor l = GptModel::loss(model.head(x), mb.targets);
+    torch::Tensor l = Model::loss(model.stage_forward(all, true, true, {}, mb), mb.targets);
     out.mb_losses.push_back(l.item<float>());
     sum += out.mb_losses.back();
     (l / static_cast<double>(mbs.size())).backward();

@@ -19,6 +19,6 @@ struct ReferenceStep {
   std::vector<torch::Tensor> grads;  // per parameter, model.all_params() order
 };
 
-ReferenceStep reference_step(const GptModel& model, const std::vector<Microbatch>& mbs);
+ReferenceStep reference_step(const Model& model, const std::vector<Microbatch>& mbs);
 
 }  // namespace rrfp::train

@@ -17,6 +17,7 @@
 #include "train/adamw.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data.hpp"
+#include "train/mm_model.hpp"
 #include "train/pipeline.hpp"
 #include "train/reference.hpp"
 #include "train/replay_order.hpp"
@@ -49,7 +50,10 @@ struct Fault {
 };
 
 void check_options(const TrainOptions& o) {
-  if (o.model != "gpt-tiny") throw SpecError(fmt::format("unknown model '{}' (known: gpt-tiny)", o.model));
+  if (o.model != "gpt-tiny" && o.model != "mm-tiny")
+    throw SpecError(fmt::format("unknown model '{}' (known: gpt-tiny, mm-tiny)", o.model));
+  if (o.model == "mm-tiny" && !o.data_path.empty())
+    throw SpecError("--data applies to gpt-tiny; mm-tiny draws its own images and captions");
   o.gpt.validate();
   auto positive = [](int v, const char* flag) {
     if (v < 1) throw SpecError(fmt::format("{} must be at least 1, got {}", flag, v));
@@ -91,8 +95,10 @@ void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, c
 
 // The run's identity: a checkpoint is refused unless these agree.
 nlohmann::json identity(const TrainOptions& o, int model_stages, int b) {
-  return {{"model", o.model},       {"gpt", gpt_json(o.gpt)},  {"stages", o.stages},
-          {"model_stages", model_stages}, {"microbatches", o.microbatches}, {"micro_batch_size", b}};
+  nlohmann::json j = {{"model", o.model},       {"gpt", gpt_json(o.gpt)},  {"stages", o.stages},
+                      {"model_stages", model_stages}, {"microbatches", o.microbatches}, {"micro_batch_size", b}};
+  if (o.model == "mm-tiny") j["enc_layers"] = o.enc_layers;
+  return j;
 }
 
 void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where) {
@@ -117,14 +123,34 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   const Hint hint = make_hint(o.hint, hp);
   const TaskGraph& g = *hint.graph;
   const int P = hint.spec().stages;
-  partition_blocks(o.gpt.layers, P);  // "more stages than blocks" before any work
-
-  auto text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
-                                                                       : load_text(o.data_path));
-  Sampler sampler(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
-
+  const bool mm = o.model == "mm-tiny";
   torch::set_num_threads(1);
-  GptModel model(o.gpt, o.seed);
+  std::unique_ptr<Model> model_ptr;
+  if (mm)
+    model_ptr = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
+  else
+    model_ptr = std::make_unique<GptModel>(o.gpt, o.seed);
+  const Model& model = *model_ptr;
+  model.partition(P);  // "more stages than blocks" before any work
+
+  // Data: text windows (gpt-tiny) or drawn images (mm-tiny); either way the
+  // sampler's state is the data position.
+  std::shared_ptr<const std::string> text;
+  if (!mm)
+    text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
+                                                                   : load_text(o.data_path));
+  std::unique_ptr<Sampler> sampler_text;
+  std::unique_ptr<ImageSampler> sampler_img;
+  if (mm)
+    sampler_img = std::make_unique<ImageSampler>(o.seed ^ 0x1a6eULL);
+  else
+    sampler_text = std::make_unique<Sampler>(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
+  auto sampler_state = [&] { return mm ? sampler_img->state() : sampler_text->state(); };
+  auto next_batch = [&] {
+    return mm ? make_image_microbatches(sampler_img->next(M * b), M, b)
+              : make_microbatches(sampler_text->next(M * b), M, b, o.gpt.seq_len);
+  };
+
   Pipeline pipe(model, P, M, o.deterministic);
   std::vector<AdamW> opt;
   std::vector<size_t> stage_begin;  // first global param index of each stage
@@ -165,7 +191,10 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       const auto& rng = c.meta.at("sampler").at("rng");
       for (int i = 0; i < 4; ++i) st.rng[i] = rng.at(i).get<std::uint64_t>();
       st.sequences_drawn = c.meta.at("sampler").at("sequences_drawn").get<std::uint64_t>();
-      sampler.set_state(st);
+      if (mm)
+        sampler_img->set_state(st);
+      else
+        sampler_text->set_state(st);
       res.first_step = c.meta.at("step").get<int>() + 1;
     } catch (const nlohmann::json::exception& e) {
       throw CheckpointError(fmt::format("checkpoint '{}' has an incomplete header: {}", where, e.what()));
@@ -179,7 +208,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     c.meta["step"] = step;
     c.meta["seed"] = o.seed;
     c.meta["adam_steps"] = opt[0].steps();
-    const SamplerState st = sampler.state();
+    const SamplerState st = sampler_state();
     c.meta["sampler"] = {{"rng", {st.rng[0], st.rng[1], st.rng[2], st.rng[3]}}, {"sequences_drawn", st.sequences_drawn}};
     for (const auto& np : model.all_params()) c.tensors.push_back(to_ckpt("param/" + np.name, np.t));
     for (int s = 0; s < P; ++s) {
@@ -201,10 +230,10 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   trace.title = fmt::format("rrfp train {} {} S={} M={}", o.model, o.hint, o.stages, M);
   std::vector<double> t_start(g.size()), t_end(g.size());
   const auto t_run = Clock::now();
-  const double tokens = static_cast<double>(M) * b * o.gpt.seq_len;
+  const double tokens = static_cast<double>(M) * b * (mm ? kCaption : o.gpt.seq_len);
 
   for (int step = res.first_step; step <= o.steps; ++step) {
-    auto mbs = make_microbatches(sampler.next(M * b), M, b, o.gpt.seq_len);
+    auto mbs = next_batch();
     StepRecord rec;
     rec.step = step;
     const auto t0 = Clock::now();

@@ -12,8 +12,9 @@
 namespace rrfp::train {
 
 struct TrainOptions {
-  std::string model = "gpt-tiny";
-  GptConfig gpt;
+  std::string model = "gpt-tiny";  // or mm-tiny
+  GptConfig gpt;                   // mm-tiny: its language model
+  int enc_layers = 2;              // mm-tiny: vision encoder blocks
   int stages = 2;            // pipeline devices
   int chunks = 0;            // model stages per device (interleaved hints); 0 = hint default
   int split = -1;            // -1 hint default, 0 fused BW, 1 split B+W

@@ -1,0 +1,120 @@
+#include "train/mm_model.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "graph/pipeline_spec.hpp"
+
+namespace rrfp::train {
+
+MmModel::MmModel(const GptConfig& gpt, int enc_layers, std::uint64_t seed) : cfg_(gpt), enc_layers_(enc_layers) {
+  cfg_.validate();
+  if (enc_layers < 1 || enc_layers > 64) throw SpecError(fmt::format("--enc-layers {} out of range", enc_layers));
+  ParamFactory f(seed);
+  const int64_t d = cfg_.d_model, V = cfg_.vocab;
+  patch_w_ = f.normal({d, kPatchDim}, 0.1), patch_b_ = f.zeros(d);
+  patch_pos_ = f.normal({kMaxPatches, d}, 0.01);
+  params_.push_back({"vis.patch.w", patch_w_});
+  params_.push_back({"vis.patch.b", patch_b_});
+  params_.push_back({"vis.pos", patch_pos_});
+  for (int i = 0; i < enc_layers; ++i) enc_.push_back(f.block(d, enc_layers, fmt::format("vis.block{}.", i), params_));
+  pool_q_ = f.normal({kPrefix, d}, 0.02);
+  proj_w_ = f.normal({d, d}, 0.02), proj_b_ = f.zeros(d);
+  tok_emb_ = f.normal({V, d}, 0.02);
+  pos_emb_ = f.normal({kPrefix + kCaption, d}, 0.01);
+  for (auto& [n, t] : std::vector<std::pair<const char*, torch::Tensor*>>{
+           {"vis.pool_q", &pool_q_}, {"vis.proj.w", &proj_w_}, {"vis.proj.b", &proj_b_},
+           {"tok_emb", &tok_emb_}, {"pos_emb", &pos_emb_}})
+    params_.push_back({n, *t});
+  vision_end_ = params_.size();
+  for (int i = 0; i < cfg_.layers; ++i) {
+    lang_param_begin_.push_back(params_.size());
+    lang_.push_back(f.block(d, cfg_.layers, fmt::format("block{}.", i), params_));
+  }
+  lang_param_begin_.push_back(params_.size());
+  lnf_w_ = f.ones(d), lnf_b_ = f.zeros(d);
+  head_w_ = f.normal({V, d}, 0.02), head_b_ = f.zeros(V);
+  params_.push_back({"lnf.w", lnf_w_});
+  params_.push_back({"lnf.b", lnf_b_});
+  params_.push_back({"head.w", head_w_});
+  params_.push_back({"head.b", head_b_});
+  const int64_t L = kPrefix + kCaption;
+  causal_mask_ = torch::ones({L, L}, torch::kBool).triu(1);
+}
+
+std::vector<StageRange> MmModel::partition(int stages) const {
+  if (stages == 1) return {{0, cfg_.layers}};
+  if (stages < 1) throw SpecError("need at least one stage");
+  if (stages - 1 > cfg_.layers)
+    throw SpecError(fmt::format("{} model stages but mm-tiny has only {} language blocks after its vision stage "
+                                "(use more --layers or fewer stages)",
+                                stages, cfg_.layers));
+  std::vector<StageRange> r = {{0, 0}};
+  for (const StageRange& x : partition_blocks(cfg_.layers, stages - 1)) r.push_back(x);
+  return r;
+}
+
+std::vector<NamedParam> MmModel::stage_params(const StageRange& r, bool first, bool last) const {
+  std::vector<NamedParam> out;
+  if (first) out.insert(out.end(), params_.begin(), params_.begin() + vision_end_);
+  out.insert(out.end(), params_.begin() + lang_param_begin_[r.first], params_.begin() + lang_param_begin_[r.last]);
+  if (last) out.insert(out.end(), params_.end() - 4, params_.end());
+  return out;
+}
+
+torch::Tensor MmModel::encode(const Microbatch& mb) const {
+  const int64_t N = mb.patches.size(1), d = cfg_.d_model;
+  torch::Tensor x = torch::linear(mb.patches, patch_w_, patch_b_) + patch_pos_.slice(0, 0, N);
+  const torch::Tensor pad = mb.patch_mask.logical_not();  // [b, N]
+  const torch::Tensor key_pad = pad.unsqueeze(1).unsqueeze(1);  // [b, 1, 1, N]
+  for (const BlockParams& b : enc_) x = transformer_block(b, x, cfg_.heads, key_pad);
+  // Attention pooling over the real patches into kPrefix tokens.
+  auto scores = torch::matmul(pool_q_, x.transpose(1, 2)) * (1.0 / std::sqrt(static_cast<double>(d)));
+  scores = scores.masked_fill(pad.unsqueeze(1), -std::numeric_limits<float>::infinity());
+  auto prefix = torch::linear(torch::matmul(torch::softmax(scores, -1), x), proj_w_, proj_b_);
+  auto text = torch::embedding(tok_emb_, mb.tokens);
+  return torch::cat({prefix, text}, 1) + pos_emb_;
+}
+
+torch::Tensor MmModel::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
+                                     const Microbatch& mb) const {
+  torch::Tensor x = first ? encode(mb) : input;
+  for (int i = r.first; i < r.last; ++i) x = transformer_block(lang_[i], x, cfg_.heads, causal_mask_);
+  if (!last) return x;
+  auto h = torch::layer_norm(x.slice(1, kPrefix, kPrefix + kCaption), {cfg_.d_model}, lnf_w_, lnf_b_);
+  return torch::linear(h, head_w_, head_b_);
+}
+
+std::vector<Microbatch> make_image_microbatches(const std::vector<ImageSample>& samples, int M, int b) {
+  if (static_cast<int>(samples.size()) != M * b)
+    throw std::invalid_argument("make_image_microbatches: sample count does not match M * b");
+  std::vector<Microbatch> out;
+  for (int m = 0; m < M; ++m) {
+    int64_t N = 0;
+    for (int i = 0; i < b; ++i) N = std::max<int64_t>(N, int64_t{samples[m * b + i].side} * samples[m * b + i].side);
+    Microbatch mb;
+    mb.tokens = torch::zeros({b, kCaption}, torch::kInt64);
+    mb.targets = torch::full({b, kCaption}, -1, torch::kInt64);
+    mb.patches = torch::zeros({b, N, kPatchDim}, torch::kFloat32);
+    mb.patch_mask = torch::zeros({b, N}, torch::kBool);
+    auto tok = mb.tokens.accessor<int64_t, 2>();
+    auto tgt = mb.targets.accessor<int64_t, 2>();
+    for (int i = 0; i < b; ++i) {
+      const ImageSample& s = samples[m * b + i];
+      const int64_t n = int64_t{s.side} * s.side;
+      std::memcpy(mb.patches[i].data_ptr<float>(), s.patches.data(), s.patches.size() * sizeof(float));
+      mb.patch_mask[i].slice(0, 0, n).fill_(true);
+      tok[i][0] = 2;  // start of caption
+      for (int t = 0; t < kCaption && t < static_cast<int>(s.caption.size()); ++t) {
+        tgt[i][t] = static_cast<unsigned char>(s.caption[t]);
+        if (t + 1 < kCaption) tok[i][t + 1] = tgt[i][t];
+      }
+    }
+    out.push_back(std::move(mb));
+  }
+  return out;
+}
+
+}  // namespace rrfp::train

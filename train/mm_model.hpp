@@ -1,0 +1,46 @@
+// mm-tiny: a toy vision-language model. The first pipeline stage is the
+// vision encoder (patch embedding, bidirectional blocks over the real
+// patches of each image, attention pooling into kPrefix tokens, a projector)
+// plus the caption's token embeddings; the language stages are GPT blocks
+// over [prefix | caption]; the last stage predicts the caption bytes.
+#pragma once
+
+#include "train/mm_data.hpp"
+#include "train/model.hpp"
+
+namespace rrfp::train {
+
+inline constexpr int kPrefix = 4;   // image tokens fed to the language model
+inline constexpr int kCaption = 16; // caption positions (bytes), padded
+
+class MmModel : public Model {
+ public:
+  // gpt.layers language blocks, enc_layers encoder blocks, width gpt.d_model.
+  MmModel(const GptConfig& gpt, int enc_layers, std::uint64_t seed);
+  const std::vector<NamedParam>& all_params() const override { return params_; }
+  // One stage: everything. More: stage 0 is the vision encoder alone, the
+  // language blocks are split over the others.
+  std::vector<StageRange> partition(int stages) const override;
+  std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const override;
+  torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
+                              const Microbatch& mb) const override;
+
+ private:
+  torch::Tensor encode(const Microbatch& mb) const;  // -> [b, kPrefix + kCaption, d]
+  GptConfig cfg_;
+  int enc_layers_;
+  torch::Tensor patch_w_, patch_b_, patch_pos_, pool_q_, proj_w_, proj_b_, tok_emb_, pos_emb_;
+  torch::Tensor lnf_w_, lnf_b_, head_w_, head_b_;
+  std::vector<BlockParams> enc_, lang_;
+  torch::Tensor causal_mask_;
+  std::vector<NamedParam> params_;
+  std::size_t vision_end_ = 0;                  // params_[0, vision_end_): stage 0
+  std::vector<std::size_t> lang_param_begin_;  // per language block, and the end
+};
+
+// Microbatches of images and captions: tokens are "\x02" + caption (shifted),
+// targets the caption bytes, -1 on padding.
+std::vector<Microbatch> make_image_microbatches(const std::vector<ImageSample>& samples, int microbatches,
+                                                int micro_batch_size);
+
+}  // namespace rrfp::train
