@@ -37,13 +37,13 @@ void on_sigterm(int) {
 }
 
 // StarPU-MPI 1.3's progress thread ("MPI") polls without pause while a
-// receive is posted, i.e. for a whole run here. With fewer cores than
-// threads it steals time slices from the workers; a higher nice value lets
-// it run when a core is free. RRFP_MPI_PROGRESS_NICE (0 = leave it).
+// receive is posted, i.e. for a whole run here. RRFP_MPI_PROGRESS_NICE=N
+// renices it, so that with fewer cores than threads it yields time to the
+// workers. Off by default: at 4 ranks on 2 cores the polling workers then
+// starved it and messages took seconds (see docs/mpi.md).
 void renice_progress_thread() {
-  int nice_value = env_int("RRFP_MPI_PROGRESS_NICE");
-  if (nice_value == 0) return;
-  if (nice_value < 0) nice_value = 10;
+  const int nice_value = env_int("RRFP_MPI_PROGRESS_NICE");
+  if (nice_value <= 0) return;
   DIR* dir = opendir("/proc/self/task");
   if (!dir) return;
   while (dirent* e = readdir(dir)) {
