@@ -51,22 +51,11 @@ nlohmann::ordered_json to_json(const Hint& h, const ReplayResult& r) {
   j["split_backward"] = sp.is_split(0, 0) && !sp.mixed_backward();
   j["backward"] = backward_form(sp);
   j["placement"] = sp.placement[0];
+  if (sp.pipelines() > 1) j["placements"] = sp.placement;
   j["placement_kind"] = sp.placement_name;
   // Cells exactly as the CSV writes them, overlap groups included.
   nlohmann::ordered_json order = nlohmann::ordered_json::array();
-  std::string csv = export_csv(h);
-  for (size_t b = 0; b < csv.size();) {
-    size_t e = csv.find('\n', b);
-    nlohmann::ordered_json row = nlohmann::ordered_json::array();
-    for (size_t c = b; c < e;) {
-      size_t ce = csv.find(',', c);
-      if (ce == std::string::npos || ce > e) ce = e;
-      row.push_back(csv.substr(c, ce - c));
-      c = ce + 1;
-    }
-    order.push_back(row);
-    b = e + 1;
-  }
+  for (int d = 0; d < h.devices(); ++d) order.push_back(csv_cells(h, d));
   j["order"] = order;
   j["complete"] = r.complete;
   j["makespan"] = r.makespan;

@@ -148,22 +148,34 @@ Hint import_csv_file(const std::string& path) {
   return import_csv(text, path);
 }
 
-std::string export_csv(const Hint& hint) {
+std::vector<std::string> csv_cells(const Hint& hint, int device) {
   const TaskGraph& g = *hint.graph;
+  const auto& row = hint.order[device];
+  const bool marks = !hint.overlap_next.empty();
+  std::vector<std::string> cells;
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (marks && hint.overlap_next[device][i] && i + 1 < row.size()) {
+      std::string c = "(" + g.label(row[i]);
+      while (hint.overlap_next[device][i] && i + 1 < row.size()) c += ';' + g.label(row[++i]);
+      cells.push_back(c + ")OVERLAP_F_B");
+    } else {
+      cells.push_back(g.label(row[i]));
+    }
+  }
+  return cells;
+}
+
+std::string export_csv(const Hint& hint) {
+  if (hint.spec().pipelines() > 1)
+    throw SpecError(fmt::format("hint '{}' runs {} pipelines over the same devices; PyTorch's CSV names a stage by "
+                                "its index alone, so it cannot say which copy of a stage a row holds",
+                                hint.name, hint.spec().pipelines()));
   std::string out;
   for (int d = 0; d < hint.devices(); ++d) {
-    const auto& row = hint.order[d];
-    const bool marks = !hint.overlap_next.empty();
-    for (size_t i = 0; i < row.size(); ++i) {
+    auto cells = csv_cells(hint, d);
+    for (size_t i = 0; i < cells.size(); ++i) {
       if (i) out += ',';
-      if (marks && hint.overlap_next[d][i] && i + 1 < row.size()) {
-        out += '(';
-        out += g.label(row[i]);
-        while (hint.overlap_next[d][i] && i + 1 < row.size()) out += ';' + g.label(row[++i]);
-        out += ")OVERLAP_F_B";
-      } else {
-        out += g.label(row[i]);
-      }
+      out += cells[i];
     }
     out += '\n';
   }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "hints/hint.hpp"
 
@@ -22,6 +23,10 @@ Hint import_csv(const std::string& text, const std::string& source = "<csv>");
 Hint import_csv_file(const std::string& path);
 
 // One line per device, cells separated by ',', each line ending in '\n'.
+// Throws SpecError for hints with several pipelines (Chimera): a CSV row
+// holds stages by index, so two copies of stage s cannot be told apart.
 std::string export_csv(const Hint& hint);
+// The cells of one device's row, overlap groups folded into one cell.
+std::vector<std::string> csv_cells(const Hint& hint, int device);
 
 }  // namespace rrfp
