@@ -6,6 +6,7 @@
 namespace rrfp::cli {
 
 void add_hints_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_sim_command(CLI::App& app);

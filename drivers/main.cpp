@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "rrfp 0.1.0");
   rrfp::cli::add_hints_command(app);
+  rrfp::cli::add_bench_command(app);
   rrfp::cli::add_train_command(app);
   rrfp::cli::add_plot_command(app);
   rrfp::cli::add_sim_command(app);

@@ -19,6 +19,9 @@ struct BenchConfig {
   CostOptions cost;
   ExecOptions exec;
   int iterations = 1;  // iteration i draws with seed + i
+  // Who runs the graph; empty = execute() (runtime/mpi_executor.hpp has one
+  // for StarPU-MPI).
+  std::function<ExecResult(const Hint&, const std::function<void(int)>&, const ExecOptions&)> executor;
 };
 
 struct BenchReport {

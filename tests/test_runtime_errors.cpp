@@ -1,0 +1,128 @@
+// Bad input gives a clear message and a non-zero exit; plug-in policies load
+// through RRFP_SCHED_LIB.
+#include "tests/runtime_helpers.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/policy_registry.hpp"
+
+using namespace rrfp;
+using namespace rrfp::testing;
+
+namespace {
+
+std::string plugin_path() {
+  std::string cli = RRFP_CLI;
+  return cli.substr(0, cli.rfind('/')) + "/plugins/librrfp_example_lifo.so";
+}
+
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Runs the rrfp command; returns its exit status, stderr+stdout in *out.
+int run_cli(const std::string& args, std::string* out) {
+  std::string cmd = std::string(RRFP_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  out->clear();
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out->append(buf, n);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+struct EnvGuard {
+  EnvGuard() { unsetenv("RRFP_SCHED_LIB"); }
+  ~EnvGuard() {
+    unsetenv("RRFP_SCHED_LIB");
+    unsetenv("STARPU_SCHED");
+  }
+};
+
+}  // namespace
+
+TEST(RuntimeErrors, UnknownPolicy) {
+  EnvGuard g;
+  use_policy("no-such-policy");
+  Hint h = make_hint("1f1b", {2, 2, 0, 0, 0});
+  std::string m = message_of<SpecError>([&] { execute(h, [](int) {}, {}); });
+  EXPECT_NE(m.find("unknown scheduling policy 'no-such-policy'"), std::string::npos) << m;
+  EXPECT_NE(m.find("rrfp-fixed"), std::string::npos) << m;
+}
+
+TEST(RuntimeErrors, MoreDevicesThanWorkers) {
+  EnvGuard g;
+  use_policy("rrfp");
+  Hint h = make_hint("1f1b", {5, 5, 0, 0, 0});
+  std::string m = message_of<SpecError>([&] { execute(h, [](int) {}, {}); });
+  EXPECT_NE(m.find("at most 4"), std::string::npos) << m;
+}
+
+TEST(RuntimeErrors, PluginPolicyRuns) {
+  EnvGuard g;
+  setenv("RRFP_SCHED_LIB", plugin_path().c_str(), 1);
+  use_policy("example-lifo");
+  Hint h = make_hint("1f1b", {3, 6, 0, 1, 0});
+  ExecResult r = execute(h, sleep_body(h, 0.2), {});
+  EXPECT_EQ(r.policy, "example-lifo");
+  expect_valid_run(h, r, "example-lifo");
+  unsetenv("STARPU_SCHED");  // NULL name: the plug-in's default policy
+  EXPECT_EQ(resolve_policy().name, "example-lifo");
+  use_policy("other");
+  std::string m = message_of<SpecError>([] { resolve_policy(); });
+  EXPECT_NE(m.find("has no policy named 'other'"), std::string::npos) << m;
+}
+
+TEST(RuntimeErrors, PluginMissingOrWithoutSymbol) {
+  EnvGuard g;
+  setenv("RRFP_SCHED_LIB", "/nonexistent/libnothing.so", 1);
+  std::string m = message_of<SpecError>([] { resolve_policy(); });
+  EXPECT_NE(m.find("cannot load '/nonexistent/libnothing.so'"), std::string::npos) << m;
+  setenv("RRFP_SCHED_LIB", "libm.so.6", 1);  // loads, but has no policy symbol
+  m = message_of<SpecError>([] { resolve_policy(); });
+  EXPECT_NE(m.find("no symbol starpu_get_sched_lib_policy"), std::string::npos) << m;
+}
+
+TEST(RuntimeErrors, BenchCommandLine) {
+  EnvGuard g;
+  std::string out;
+  std::string json = ::testing::TempDir() + "rrfp_bench.json", trace = ::testing::TempDir() + "rrfp_trace.json";
+  ASSERT_EQ(run_cli("bench --hint bfw --stages 2 --microbatches 4 --unit-ms 0.2 --variability lognormal:0.5 --seed 3 "
+                    "--link-ms 0.2 --link-jitter 0.5 --json " + json + " --trace " + trace, &out), 0) << out;
+  std::ifstream in(json);
+  nlohmann::json j = nlohmann::json::parse(in);
+  for (const char* k : {"policy", "hint", "stages", "devices", "microbatches", "seed", "variability", "tasks",
+                        "makespan_s", "lower_bound_s", "makespan_over_lb", "bubble_ratio", "busy_s", "peak_inflight",
+                        "inflight_cap"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["policy"], "rrfp");
+  EXPECT_EQ(j["tasks"], 2 * 4 * 3);
+  EXPECT_GE(j["makespan_over_lb"].get<double>(), 0.99);
+  std::ifstream tin(trace);
+  nlohmann::json t = nlohmann::json::parse(tin);
+  int slices = 0;
+  for (auto& e : t["traceEvents"]) slices += e["ph"] == "X";
+  EXPECT_EQ(slices, 24);
+
+  EXPECT_NE(run_cli("bench --stages 5 --microbatches 4", &out), 0);
+  EXPECT_NE(out.find("at most 4"), std::string::npos) << out;
+  EXPECT_NE(run_cli("bench --stages 2 --microbatches 0", &out), 0);
+  EXPECT_NE(out.find("microbatches"), std::string::npos) << out;
+  EXPECT_NE(run_cli("bench --stages 2 --microbatches 2 --policy nope", &out), 0);
+  EXPECT_NE(out.find("unknown scheduling policy"), std::string::npos) << out;
+  EXPECT_NE(run_cli("bench --stages 2 --microbatches 2 --variability gamma:1", &out), 0);
+  EXPECT_NE(out.find("unknown model"), std::string::npos) << out;
+  EXPECT_NE(run_cli("bench --stages 2 --microbatches 2 --cost F=-1", &out), 0);
+  EXPECT_NE(out.find("negative"), std::string::npos) << out;
+}
