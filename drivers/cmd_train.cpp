@@ -6,6 +6,7 @@
 
 #include "drivers/commands.hpp"
 #include "graph/pipeline_spec.hpp"
+#include "runtime/mpi_session.hpp"
 #include "train/trainer.hpp"
 
 namespace rrfp::cli {
@@ -43,9 +44,12 @@ void add_train_command(CLI::App& app) {
   c->add_option("--seq-len", o->gpt.seq_len, "tokens per sequence (gpt-tiny)")->capture_default_str();
   c->add_option("--enc-layers", o->enc_layers, "vision encoder blocks (mm-tiny)")->capture_default_str();
   c->add_flag("--quiet", *quiet, "no progress lines");
+  c->add_option("--devices-per-rank", o->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
+      ->capture_default_str();
   c->callback([o, split, fused, quiet] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
     o->split = *split ? 1 : (*fused ? 0 : -1);
+    if (mpi_launched() && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
     auto res = train::train(*o, [&](const train::StepRecord& r) {
       if (*quiet) return;
       fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB\n", r.step, r.loss,

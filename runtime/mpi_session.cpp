@@ -95,6 +95,8 @@ MpiWorld mpi_world() {
   return w;
 }
 
+void mpi_broadcast(void* data, int bytes, int root) { MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD); }
+
 void mpi_abort(const std::string& msg, int code) {
   int rank = -1;
   int inited = 0;

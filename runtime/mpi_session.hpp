@@ -23,6 +23,10 @@ struct MpiWorld {
 // another rank failed says so instead of vanishing silently.
 MpiWorld mpi_world();
 
+// MPI_Bcast of `bytes` raw bytes from `root` over MPI_COMM_WORLD. Only
+// outside a run (StarPU-MPI closed), like every MPI call of ours.
+void mpi_broadcast(void* data, int bytes, int root);
+
 // Prints "rrfp: rank R: msg" on stderr and aborts every rank
 // (MPI_Abort): the only safe stop once ranks wait on each other.
 [[noreturn]] void mpi_abort(const std::string& msg, int code = 3);

@@ -58,6 +58,14 @@ class Pipeline {
   // Bytes of gradient buffers held per stage at the end of the iteration.
   std::int64_t grad_buffer_bytes() const;
 
+  // Multi-rank runs (docs/mpi.md): what a pass hands to a pass on another
+  // rank, read there after F(s, m) / B or BW(s, m), and installed on the
+  // receiving rank where the next pass looks for it.
+  const torch::Tensor& output_of(int s, int m) const { return slots_[static_cast<size_t>(s) * M_ + m].output; }
+  const torch::Tensor& input_grad_of(int s, int m) const { return slots_[static_cast<size_t>(s) * M_ + m].grad_in; }
+  void set_output(int s, int m, torch::Tensor y) { slot(s, m).output = std::move(y); }
+  void set_input_grad(int s, int m, torch::Tensor g) { slot(s, m).grad_in = std::move(g); }
+
  private:
   struct Slot {
     torch::Tensor input, output, grad_out, grad_in;

@@ -17,7 +17,9 @@
 #include "train/adamw.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data.hpp"
+#include "runtime/mpi_session.hpp"
 #include "train/mm_model.hpp"
+#include "train/mpi_train.hpp"
 #include "train/pipeline.hpp"
 #include "train/reference.hpp"
 #include "train/replay_order.hpp"
@@ -152,6 +154,17 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   };
 
   Pipeline pipe(model, P, M, o.deterministic);
+  // Under mpirun/srun each rank runs its own stages (docs/mpi.md).
+  const bool mpi = o.executor == "starpu" && mpi_launched();
+  MpiTrainPlan plan;
+  int mpi_rank = 0;
+  if (mpi) {
+    if (mm) throw SpecError("multi-rank training supports gpt-tiny only");
+    if (!o.checkpoint_dir.empty() || !o.trace_path.empty())
+      throw SpecError("--checkpoint and --trace are not supported across ranks yet");
+    mpi_rank = mpi_world().rank;
+    plan = mpi_train_plan(hint, pipe, o.devices_per_rank, mpi_rank, {b, o.gpt.seq_len, o.gpt.d_model});
+  }
   std::vector<AdamW> opt;
   std::vector<size_t> stage_begin;  // first global param index of each stage
   {
@@ -261,7 +274,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
 #ifdef RRFP_TRAIN_HAVE_EXECUTOR
         ExecOptions eo;
         eo.policy = o.policy;
-        const ExecResult r = execute(hint, body, eo);
+        const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
         res.policy = r.policy;
         double busy = 0;
         for (double x : r.busy_s) busy += x;
@@ -274,14 +287,17 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
         rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
       }
       rec.loss = static_cast<float>(pipe.loss());
-      for (int s = 0; s < P; ++s) grads[s] = pipe.stage_grads(s);
+      if (mpi) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
+      for (int s = 0; s < P; ++s)
+        if (!mpi || plan.local_stage[s]) grads[s] = pipe.stage_grads(s);
       rec.peak_activation_per_stage = pipe.peak_activation_bytes();
       if (!o.trace_path.empty())
         for (int id = 0; id < g.size(); ++id)
           trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
     }
     // The optimizer step ends the iteration, stage by stage.
-    for (int s = 0; s < P; ++s) opt[s].step(grads[s]);
+    for (int s = 0; s < P; ++s)
+      if (!mpi || plan.local_stage[s]) opt[s].step(grads[s]);
     rec.step_s = secs(Clock::now() - t0);
     rec.tokens_per_s = rec.step_s > 0 ? tokens / rec.step_s : 0;
     for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
@@ -294,7 +310,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   res.grad_buffer_bytes = o.executor == "plain" ? 0 : pipe.grad_buffer_bytes();
 
   if (!o.trace_path.empty()) write_chrome_trace(trace, o.trace_path);
-  if (!o.json_path.empty()) {
+  if (!o.json_path.empty() && mpi_rank == 0) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& r : res.steps)
       steps.push_back({{"step", r.step},

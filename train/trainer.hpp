@@ -36,6 +36,7 @@ struct TrainOptions {
   // plain: the LibTorch reference loop, no pipeline (perf baseline).
   std::string executor = "starpu";
   std::string policy;        // "" = STARPU_SCHED
+  int devices_per_rank = 1;  // under mpirun/srun: devices of each rank (docs/mpi.md)
 };
 
 struct StepRecord {

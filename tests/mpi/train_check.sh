@@ -1,0 +1,22 @@
+#!/bin/sh
+# `mpirun -np R rrfp train --deterministic` gives the same losses, bit for
+# bit, as the same configuration in one process.
+# Usage: train_check.sh MPIRUN RRFP RANKS STAGES HINT POLICY [STEPS]
+mpirun=$1 rrfp=$2 np=$3 stages=$4 hint=$5 policy=$6 steps=${7:-10}
+dir=$(mktemp -d)
+k=$((stages / np))
+args="train --quiet --stages $stages --hint $hint --steps $steps --microbatches 4 --deterministic"
+STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
+"$mpirun" --oversubscribe -np "$np" -x STARPU_SCHED="$policy" "$rrfp" $args --devices-per-rank "$k" \
+  --json "$dir/mpi.json" || exit 1
+python3 - "$dir" <<'PY' || exit 1
+import json, sys
+d = sys.argv[1]
+one = [s["loss"] for s in json.load(open(f"{d}/one.json"))["steps"]]
+mpi = [s["loss"] for s in json.load(open(f"{d}/mpi.json"))["steps"]]
+print("one process:", one)
+print("multi-rank: ", mpi)
+assert len(one) == len(mpi) and one == mpi, "losses differ"
+print("OK: bitwise equal over", len(one), "steps")
+PY
+rm -rf "$dir"
