@@ -148,7 +148,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
         hint, ArbiterOptions{choice.kind == PolicyChoice::Kind::Rrfp ? Mode::ReadinessFirst : Mode::Strict, slack,
                              opt.inflight_cap});
 
-  StarpuSession session(choice, D, opt.profile);
+  StarpuSession& session = StarpuSession::reuse(choice, D, opt.profile);
   ExecResult res;
   res.policy = choice.name;
   res.devices = D;
@@ -326,7 +326,13 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   for (auto& v : xfers_into)
     for (starpu_task* x : v) starpu_task_destroy(x);
   for (auto h : grad_h) starpu_data_unregister(h);
-  if (!failure.empty()) throw ExecError(failure);
+  // StarPU's workerorder counter lives as long as the session and must grow
+  // across runs, so a static-order run does not leave its session for the next.
+  if (choice.kind == PolicyChoice::Kind::StaticOrder) StarpuSession::close_reused();
+  if (!failure.empty()) {
+    StarpuSession::close_reused();  // a drained run leaves nothing worth keeping
+    throw ExecError(failure);
+  }
 
   res.start_s = std::move(run.start);
   res.end_s = std::move(run.end);

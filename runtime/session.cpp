@@ -1,6 +1,7 @@
 #include "runtime/session.hpp"
 
 #include <atomic>
+#include <memory>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -13,12 +14,30 @@ namespace rrfp {
 
 namespace {
 std::atomic<bool> g_open{false};
+// The session execute() keeps between runs; destroyed (StarPU shut down) at
+// exit, before the policy structs it points to.
+std::unique_ptr<StarpuSession>& kept() {
+  static std::unique_ptr<StarpuSession> s;
+  return s;
 }
+}  // namespace
+
+StarpuSession& StarpuSession::reuse(const PolicyChoice& policy, int ncpus, bool profiling) {
+  auto& k = kept();
+  if (k && k->policy_.name == policy.name && k->policy_.policy == policy.policy && k->ncpus_ == ncpus && k->profiling_ == profiling) return *k;
+  k.reset();
+  k = std::make_unique<StarpuSession>(policy, ncpus, profiling);
+  return *k;
+}
+
+void StarpuSession::close_reused() { kept().reset(); }
 
 int max_cpu_workers() { return STARPU_MAXCPUS; }
 
-StarpuSession::StarpuSession(const PolicyChoice& policy, int ncpus, bool profiling) : policy_(policy), ncpus_(ncpus) {
+StarpuSession::StarpuSession(const PolicyChoice& policy, int ncpus, bool profiling)
+    : policy_(policy), ncpus_(ncpus), profiling_(profiling) {
   if (ncpus < 1) throw SpecError("a run needs at least one device");
+  if (g_open && kept() && kept().get() != this) kept().reset();  // a direct session replaces the kept one
   if (ncpus > max_cpu_workers())
     throw SpecError(fmt::format("{} devices requested but this StarPU has at most {} CPU workers (one per device)", ncpus,
                                 max_cpu_workers()));

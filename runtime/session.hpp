@@ -19,6 +19,14 @@ class StarpuSession {
   StarpuSession(const StarpuSession&) = delete;
   StarpuSession& operator=(const StarpuSession&) = delete;
 
+  // Starting StarPU costs tens of milliseconds and a training run executes
+  // one graph per step, so execute() keeps one session open while the
+  // policy, the worker count and profiling stay the same. A different
+  // request (or close_reused()) shuts the kept one down first; so does
+  // constructing a StarpuSession directly. Closed at exit.
+  static StarpuSession& reuse(const PolicyChoice& policy, int ncpus, bool profiling);
+  static void close_reused();
+
   const PolicyChoice& policy() const { return policy_; }
   // StarPU worker id of the CPU worker that plays device d.
   int worker_of_device(int d) const;
@@ -26,6 +34,7 @@ class StarpuSession {
  private:
   PolicyChoice policy_;
   int ncpus_;
+  bool profiling_;
 };
 
 }  // namespace rrfp
