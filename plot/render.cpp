@@ -118,7 +118,7 @@ void draw(cairo_t* cr, const Timeline& t, double W, double H, double left, doubl
 
 void render_timeline(const Timeline& t, const std::string& path) {
   if (t.slices.empty()) throw SpecError("nothing to draw: the timeline has no slices");
-  const double W = 1400, left = 90, top = 50, row = std::clamp(400.0 / std::max<size_t>(t.tracks.size(), 1), 14.0, 44.0);
+  const double W = 1400, left = 140, top = 50, row = std::clamp(400.0 / std::max<size_t>(t.tracks.size(), 1), 14.0, 44.0);
   const double H = top + row * t.tracks.size() + 30;
   bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
   bool png = path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0;
