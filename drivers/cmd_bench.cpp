@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "drivers/commands.hpp"
+#include "drivers/flags.hpp"
 #include "runtime/bench.hpp"
 #include "runtime/mpi_executor.hpp"
 #include "runtime/mpi_session.hpp"
@@ -15,37 +16,28 @@ namespace rrfp::cli {
 namespace {
 
 struct BenchArgs {
-  std::string hint = "bfw", cost, variability = "none", json, trace, policy;
-  HintParams params;
-  double unit_ms = 1, link_ms = 0, link_jitter = 0;
-  std::uint64_t seed = 1;
-  int slack = -1, iterations = 1, split = -1;
+  HintFlags hint;
+  CostFlags cost;
+  std::string json, trace, policy;
+  int slack = -1, iterations = 1;
   int devices_per_rank = 1;  // under mpirun/srun (docs/mpi.md)
 };
 
 void run(const BenchArgs& a) {
-  if (a.params.microbatches < 1) throw SpecError("--microbatches must be at least 1 (got 0)");
-  if (a.params.stages < 1) throw SpecError("--stages must be at least 1");
+  const HintParams& p = a.hint.params;
+  if (p.microbatches < 1) throw SpecError(fmt::format("--microbatches must be at least 1 (got {})", p.microbatches));
+  if (p.stages < 1) throw SpecError("--stages must be at least 1");
   const bool mpi = mpi_launched();  // devices spread over ranks: see docs/mpi.md
-  if (!mpi && a.params.stages > max_cpu_workers())
-    throw SpecError(fmt::format("--stages {}: one StarPU CPU worker per device and at most {} here", a.params.stages,
-                                max_cpu_workers()));
+  if (!mpi && p.stages > max_cpu_workers())
+    throw SpecError(
+        fmt::format("--stages {}: one StarPU CPU worker per device and at most {} here", p.stages, max_cpu_workers()));
   BenchConfig cfg;
-  cfg.hint = a.hint;
-  cfg.params = a.params;
-  cfg.params.split = a.split;
-  cfg.cost.base = parse_cost(a.cost);
-  cfg.cost.unit_ms = a.unit_ms;
-  cfg.cost.var = parse_variability(a.variability);
-  cfg.cost.link_ms = a.link_ms;
-  cfg.cost.link_jitter = a.link_jitter;
-  cfg.cost.seed = a.seed;
-  validate(cfg.cost);
+  cfg.cost = a.cost.resolve();
   cfg.exec.policy = a.policy;
   cfg.exec.inflight_slack = a.slack >= 0 ? a.slack : inflight_slack_from_env(0);
   cfg.exec.profile = !a.trace.empty();
   cfg.iterations = a.iterations;
-  Hint hint = make_hint(a.hint, cfg.params);
+  Hint hint = a.hint.make();
   if (mpi) cfg.executor = mpi_executor(MpiOptions{a.devices_per_rank, {}});
   BenchReport r = run_bench(hint, cfg);
   if (mpi && mpi_world().rank != 0) return;  // every rank has the merged run; rank 0 reports
@@ -68,22 +60,11 @@ void run(const BenchArgs& a) {
 
 void add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
-  a->params.stages = 4;
-  a->params.microbatches = 8;
+  a->hint.hint = "bfw";
   auto* cmd = app.add_subcommand("bench", "Run a hint's task graph on StarPU workers with synthetic seeded costs "
                                           "(policy: STARPU_SCHED, default rrfp)");
-  cmd->add_option("--hint", a->hint, "hint name or csv:PATH")->capture_default_str();
-  cmd->add_option("--stages", a->params.stages, "pipeline devices (StarPU CPU workers, at most 4)")->capture_default_str();
-  cmd->add_option("--microbatches", a->params.microbatches, "microbatches")->capture_default_str();
-  cmd->add_option("--chunks", a->params.chunks, "model stages per device (interleaved hints)");
-  cmd->add_option("--split", a->split, "-1 hint default, 0 fused BW, 1 split B+W");
-  cmd->add_option("--cost", a->cost, "base cost per kind in units, e.g. F=1,B=1,W=1 or F=1,BW=2");
-  cmd->add_option("--unit-ms", a->unit_ms, "milliseconds per cost unit")->capture_default_str();
-  cmd->add_option("--variability", a->variability,
-                  "none | lognormal:SIGMA | straggler:STAGE:FACTOR:PROB | multimodal:SIGMA")->capture_default_str();
-  cmd->add_option("--link-ms", a->link_ms, "transfer delay between devices (ms)");
-  cmd->add_option("--link-jitter", a->link_jitter, "relative jitter of the transfer delay, in [0,1)");
-  cmd->add_option("--seed", a->seed, "seed of the drawn durations")->capture_default_str();
+  add_hint_flags(cmd, a->hint, false);
+  add_cost_flags(cmd, a->cost);
   cmd->add_option("--inflight-slack", a->slack, "raise the in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
   cmd->add_option("--iterations", a->iterations, "iterations (iteration i uses seed+i)")->capture_default_str();
   cmd->add_option("--policy", a->policy, "override STARPU_SCHED");

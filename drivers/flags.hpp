@@ -26,10 +26,10 @@ struct HintFlags {
 };
 
 inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = true) {
-  auto* o = app->add_option("--hint", f.hint, "hint name (rrfp hints list) or csv:PATH");
+  auto* o = app->add_option("--hint", f.hint, "hint name (rrfp hints list) or csv:PATH")->capture_default_str();
   if (hint_required) o->required();
-  app->add_option("--stages", f.params.stages, "pipeline devices (p)");
-  app->add_option("--microbatches", f.params.microbatches, "microbatches per iteration");
+  app->add_option("--stages", f.params.stages, "pipeline devices (p)")->capture_default_str();
+  app->add_option("--microbatches", f.params.microbatches, "microbatches per iteration")->capture_default_str();
   app->add_option("--chunks", f.params.chunks, "model stages per device (interleaved hints)");
   app->add_option("--waves", f.params.waves, "waves (hanayo)");
   app->add_flag("--split", f.split, "split backward into B (input) and W (weights)");
@@ -50,13 +50,14 @@ struct CostFlags {
 };
 
 inline void add_cost_flags(CLI::App* app, CostFlags& f) {
-  app->add_option("--cost", f.cost, "base cost per kind in units, e.g. F=1,B=1,W=1 or F=1,BW=2");
-  app->add_option("--unit-ms", f.opt.unit_ms, "milliseconds per cost unit");
+  app->add_option("--cost", f.cost, "base cost per kind in units, e.g. F=1,B=1,W=1 or F=1,BW=2")->capture_default_str();
+  app->add_option("--unit-ms", f.opt.unit_ms, "milliseconds per cost unit")->capture_default_str();
   app->add_option("--variability", f.variability,
-                  "none | lognormal:SIGMA | straggler:STAGE:FACTOR:PROB | multimodal:SIGMA");
+                  "none | lognormal:SIGMA | straggler:STAGE:FACTOR:PROB | multimodal:SIGMA")
+      ->capture_default_str();
   app->add_option("--link-ms", f.opt.link_ms, "delay of a transfer between devices (ms)");
   app->add_option("--link-jitter", f.opt.link_jitter, "relative jitter of transfer delays, in [0,1)");
-  app->add_option("--seed", f.opt.seed, "seed of the cost model");
+  app->add_option("--seed", f.opt.seed, "seed of the cost model")->capture_default_str();
 }
 
 }  // namespace rrfp::cli

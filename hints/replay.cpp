@@ -66,6 +66,26 @@ ReplayResult replay_strict(const Hint& hint, const std::function<double(int)>& d
   return r;
 }
 
+std::vector<int> strict_submission_order(const Hint& h) {
+  const TaskGraph& g = *h.graph;
+  std::vector<int> out, missing(g.size());
+  std::vector<size_t> next(h.devices(), 0);
+  for (int id = 0; id < g.size(); ++id) missing[id] = g.preds(id).size();
+  out.reserve(g.size());
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int d = 0; d < h.devices(); ++d)
+      while (next[d] < h.order[d].size() && missing[h.order[d][next[d]]] == 0) {
+        int id = h.order[d][next[d]++];
+        out.push_back(id);
+        for (int s : g.succs(id)) --missing[s];
+        moved = true;
+      }
+  }
+  if (static_cast<int>(out.size()) != g.size()) out.clear();
+  return out;
+}
+
 std::string timeline_grid(const Hint& hint, const ReplayResult& r) {
   const TaskGraph& g = *hint.graph;
   const int D = hint.devices();

@@ -29,6 +29,11 @@ inline ReplayResult replay_unit(const Hint& hint) {
   return replay_strict(hint, [&](int id) { return unit_cost(hint.graph->task(id).kind); });
 }
 
+// The tasks in an order where each device's tasks appear in hint order and
+// every task follows its predecessors (how a strict run submits to StarPU);
+// empty when the hint cannot run strictly.
+std::vector<int> strict_submission_order(const Hint& hint);
+
 // Text grid of a replay: devices as rows, unit time steps as columns, each
 // cell the running task or '.' for a bubble. For a deadlocked replay, marks
 // the stuck devices with "<-- ERROR HERE: stuck at ..." (as PyTorch does).

@@ -40,13 +40,11 @@ int main(int argc, char** argv) {
     int peak = 0;
     for (int seed = 1; seed <= seeds; ++seed) {
       BenchConfig cfg;
-      cfg.hint = sc.hint;
-      cfg.params = {4, M, 0, -1, 0};
       cfg.cost.unit_ms = unit_ms;
       cfg.cost.var = parse_variability(sc.variability);
       cfg.cost.seed = static_cast<std::uint64_t>(seed);
       cfg.exec.inflight_slack = sc.slack;
-      Hint h = make_hint(sc.hint, cfg.params);
+      Hint h = make_hint(sc.hint, {4, M, 0, -1, 0});
       cfg.exec.policy = "rrfp-fixed";
       BenchReport f = run_bench(h, cfg);
       cfg.exec.policy = "rrfp";

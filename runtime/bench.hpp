@@ -14,8 +14,6 @@
 namespace rrfp {
 
 struct BenchConfig {
-  std::string hint = "bfw";
-  HintParams params;
   CostOptions cost;
   ExecOptions exec;
   int iterations = 1;  // iteration i draws with seed + i

@@ -83,28 +83,6 @@ void transfer_started(void* arg) {
   t->run->link->schedule(t->task, t->delay_s);
 }
 
-// Submission order in which every device's tasks appear in hint order and
-// every task after its predecessors; empty when the hint cannot run strictly.
-std::vector<int> hint_submission_order(const Hint& h) {
-  const TaskGraph& g = *h.graph;
-  std::vector<int> out, missing(g.size());
-  std::vector<size_t> next(h.devices(), 0);
-  for (int id = 0; id < g.size(); ++id) missing[id] = g.preds(id).size();
-  out.reserve(g.size());
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int d = 0; d < h.devices(); ++d)
-      while (next[d] < h.order[d].size() && missing[h.order[d][next[d]]] == 0) {
-        int id = h.order[d][next[d]++];
-        out.push_back(id);
-        for (int s : g.succs(id)) --missing[s];
-        moved = true;
-      }
-  }
-  if (static_cast<int>(out.size()) != g.size()) out.clear();
-  return out;
-}
-
 starpu_codelet make_codelet(bool grad, bool commute) {
   starpu_codelet cl;
   starpu_codelet_init(&cl);
@@ -173,7 +151,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   // data dependencies agree with the order they follow anyway; the others
   // accumulate in any order (RW | COMMUTE).
   const bool strict = choice.kind == PolicyChoice::Kind::RrfpFixed || choice.kind == PolicyChoice::Kind::StaticOrder;
-  std::vector<int> submit_order = strict ? hint_submission_order(hint) : std::vector<int>{};
+  std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();
   starpu_codelet cl_plain = make_codelet(false, false), cl_grad = make_codelet(true, !strict);
   std::vector<double> grad(g.spec().stages, 0.0);
