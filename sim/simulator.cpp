@@ -63,6 +63,7 @@ class Sim {
     }
     r_.complete = arb_.remaining() == 0;
     if (!r_.complete) r_.stuck = "the run cannot progress:\n" + arb_.describe();
+    else replica_allreduce();
     for (int d = 0; d < D; ++d) {
       r_.makespan = std::max(r_.makespan, busy_until_[d]);
       r_.peak_inflight.push_back(arb_.peak_inflight(d));
@@ -147,6 +148,27 @@ class Sim {
     if (--missing_[task] == 0) {
       arb_.on_ready(task);
       touch(g_.task(task).device);
+    }
+  }
+
+  // Stages held by several devices (Chimera's two directions) all-reduce
+  // their weight gradients once both copies have finished their passes.
+  void replica_allreduce() {
+    const PipelineSpec& sp = g_.spec();
+    if (sp.pipelines() < 2) return;
+    const CommModel& c = o_.comm;
+    for (int s = 0; s < sp.stages; ++s) {
+      std::set<int> holders;
+      for (int p = 0; p < sp.pipelines(); ++p) holders.insert(sp.placement[p][s]);
+      if (holders.size() < 2) continue;
+      double last = 0;
+      for (int m = 0; m < sp.microbatches; ++m)
+        for (Kind k : {Kind::F, Kind::B, Kind::W, Kind::BW})
+          if (int id = g_.find(k, s, m); id >= 0) last = std::max(last, r_.end[id]);
+      double bytes = o_.memory.weight_bytes.empty() ? 1.0 : o_.memory.weight_bytes[s];
+      double wire = std::isinf(c.bandwidth_Bps) ? 0 : bytes / c.bandwidth_Bps;
+      double done = last + c.latency_s + wire;
+      for (int d : holders) busy_until_[d] = std::max(busy_until_[d], done);
     }
   }
 

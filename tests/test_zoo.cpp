@@ -138,3 +138,22 @@ TEST(Zoo, CommunicationChangesTheRanking) {
       EXPECT_GT(r.rank_sim, 1);
     }
 }
+
+TEST(Zoo, ChimeraPaysForTheReplicaAllReduce) {
+  Hint h = gen_chimera({4, 8, 0, -1, 0});
+  SimOptions o;
+  o.mode = Mode::Strict;
+  o.duration = [](int) { return 1.0; };
+  double base = simulate(h, o).makespan;
+  o.comm.latency_s = 0.5;
+  o.comm.bandwidth_Bps = 2.0;
+  o.memory.weight_bytes.assign(4, 4.0);  // 2 time units on the wire
+  SimResult r = simulate(h, o);
+  ASSERT_TRUE(r.complete);
+  // Transfers between stages delay the run too, so only a lower bound:
+  // the last stage copy still needs latency + bytes/bandwidth after its passes.
+  EXPECT_GE(r.makespan, base + 2.5);
+  double last_pass = 0;
+  for (double e : r.end) last_pass = std::max(last_pass, e);
+  EXPECT_DOUBLE_EQ(r.makespan, last_pass + 2.5);
+}
