@@ -1,33 +1,17 @@
 // The `rrfp hints` command run as a user would: exit codes and output.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cli_run.hpp"
 #include "hints/generators.hpp"
 
 namespace {
-struct CliRun {
-  int rc;
-  std::string out;  // stdout and stderr together
-};
-
-CliRun run(const std::string& args) {
-  std::string cmd = std::string(RRFP_CLI) + " " + args + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  CliRun r{-1, ""};
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  int st = pclose(f);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using CliRun = CliResult;
+CliRun run(const std::string& args) { return run_cli(args); }
 
 std::string temp_file(const std::string& name, const std::string& text) {
   std::string path = testing::TempDir() + "rrfp_cli_" + name;
@@ -42,7 +26,7 @@ const std::string kRef = RRFP_REFERENCE_DIR;
 
 TEST(CliHints, ListNamesEveryHint) {
   CliRun r = run("hints list");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
   for (const rrfp::HintInfo& h : rrfp::hint_registry()) EXPECT_TRUE(has(r, h.name)) << h.name;
   EXPECT_TRUE(has(r, "bfw"));
   EXPECT_TRUE(has(r, "csv:PATH"));
@@ -50,7 +34,7 @@ TEST(CliHints, ListNamesEveryHint) {
 
 TEST(CliHints, ShowJson) {
   CliRun r = run("hints show --hint 1f1b --stages 4 --microbatches 8 --format json");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["hint"], "1f1b");
   EXPECT_EQ(j["stages"], 4);
@@ -66,7 +50,7 @@ TEST(CliHints, ShowJson) {
   EXPECT_EQ(j["order"][3][1], "3B0");
 
   CliRun z = run("hints show --hint interleaved-1f1b --stages 2 --microbatches 4 --chunks 2 --split --format json");
-  ASSERT_EQ(z.rc, 0) << z.out;
+  ASSERT_EQ(z.code, 0) << z.out;
   auto k = nlohmann::json::parse(z.out);
   EXPECT_EQ(k["stages"], 4);
   EXPECT_EQ(k["devices"], 2);
@@ -76,7 +60,7 @@ TEST(CliHints, ShowJson) {
 
 TEST(CliHints, ShowTable) {
   CliRun r = run("hints show --hint zb-h1 --stages 4 --microbatches 8");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r, "makespan 27 ")) << r.out;
   EXPECT_TRUE(has(r, "dev0=4 dev1=3 dev2=2 dev3=1")) << r.out;
   EXPECT_TRUE(has(r, "  dev3   .   .   . 3F0 3I0")) << r.out;
@@ -84,12 +68,12 @@ TEST(CliHints, ShowTable) {
 
 TEST(CliHints, ExportThenValidate) {
   CliRun e = run("hints export --hint zbv --stages 3 --microbatches 6");
-  ASSERT_EQ(e.rc, 0) << e.out;
+  ASSERT_EQ(e.code, 0) << e.out;
   CliRun c = run("hints show --hint zbv --stages 3 --microbatches 6 --format csv");
   EXPECT_EQ(c.out, e.out);
   std::string path = temp_file("zbv.csv", e.out);
   CliRun v = run("hints validate " + path);
-  ASSERT_EQ(v.rc, 0) << v.out;
+  ASSERT_EQ(v.code, 0) << v.out;
   EXPECT_TRUE(has(v, "ranks: 3")) << v.out;
   EXPECT_TRUE(has(v, "stages: 6")) << v.out;
   EXPECT_TRUE(has(v, "placement: vshape")) << v.out;
@@ -97,20 +81,20 @@ TEST(CliHints, ExportThenValidate) {
   EXPECT_TRUE(has(v, "makespan: 38 ")) << v.out;  // 6M + S - 1
   // And the file is accepted wherever a hint name is.
   CliRun s = run("hints export --hint csv:" + path);
-  EXPECT_EQ(s.rc, 0);
+  EXPECT_EQ(s.code, 0);
   EXPECT_EQ(s.out, e.out);
 }
 
 TEST(CliHints, ValidateReferences) {
   CliRun d = run("hints validate " + kRef + "/dualpipev_4rank_10mb.csv");
-  ASSERT_EQ(d.rc, 0) << d.out;
+  ASSERT_EQ(d.code, 0) << d.out;
   EXPECT_TRUE(has(d, "ranks: 4"));
   EXPECT_TRUE(has(d, "stages: 8"));
   EXPECT_TRUE(has(d, "placement: vshape (stage -> rank: 0 1 2 3 3 2 1 0)")) << d.out;
   EXPECT_TRUE(has(d, "microbatches: 10"));
   EXPECT_TRUE(has(d, "backward: mixed"));
   CliRun z = run("hints validate " + kRef + "/zb1p_2rank_2stagep_compute.csv");
-  ASSERT_EQ(z.rc, 0) << z.out;
+  ASSERT_EQ(z.code, 0) << z.out;
   EXPECT_TRUE(has(z, "placement: interleaved (stage -> rank: 0 1 0 1)")) << z.out;
   EXPECT_TRUE(has(z, "backward: split"));
 }
@@ -138,11 +122,11 @@ TEST(CliHints, ErrorsExitTwoWithAMessage) {
   };
   for (const Case& c : cases) {
     CliRun r = run(c.args);
-    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.out;
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
     EXPECT_TRUE(has(r, "rrfp: error: ")) << c.args << "\n" << r.out;
     EXPECT_TRUE(has(r, c.expect)) << c.args << "\n" << r.out;
   }
   // Option errors are CLI11's: non-zero as well.
-  EXPECT_NE(run("hints show --hint 1f1b --split --fused").rc, 0);
-  EXPECT_NE(run("hints show --hint 1f1b --format xml").rc, 0);
+  EXPECT_NE(run("hints show --hint 1f1b --split --fused").code, 0);
+  EXPECT_NE(run("hints show --hint 1f1b --format xml").code, 0);
 }

@@ -1,11 +1,11 @@
 // Bad input gives a clear message and a non-zero exit; plug-in policies load
 // through RRFP_SCHED_LIB.
+#include "tests/cli_run.hpp"
 #include "tests/runtime_helpers.hpp"
 
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
@@ -33,13 +33,9 @@ std::string message_of(F&& f) {
 
 // Runs the rrfp command; returns its exit status, stderr+stdout in *out.
 int run_cli(const std::string& args, std::string* out) {
-  std::string cmd = std::string(RRFP_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  out->clear();
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  CliResult r = ::run_cli(args);
+  *out = r.out;
+  return r.code;
 }
 
 struct EnvGuard {
