@@ -1,12 +1,11 @@
 // GPipe and 1F1B: the two classic fixed orders.
 #include <algorithm>
 
+#include "hints/gen_util.hpp"
 #include "hints/generators.hpp"
 
 namespace rrfp {
 
-namespace {
-// Appends the backward of (s, m): BW, or B then W.
 void push_backward(const TaskGraph& g, std::vector<int>& row, int s, int m) {
   int bw = g.find(Kind::BW, s, m);
   if (bw >= 0) {
@@ -16,6 +15,8 @@ void push_backward(const TaskGraph& g, std::vector<int>& row, int s, int m) {
     row.push_back(g.find(Kind::W, s, m));
   }
 }
+
+namespace {
 
 Hint start_linear(const char* name, const HintParams& p, bool split) {
   check_params(p, name);

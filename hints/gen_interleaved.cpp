@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "hints/gen_util.hpp"
 #include "hints/generators.hpp"
 
 namespace rrfp {
@@ -37,16 +38,7 @@ Hint gen_interleaved_1f1b(const HintParams& p) {
   for (int d = 0; d < P; ++d) {
     auto& row = h.order[d];
     auto fwd = [&](int k) { row.push_back(g.find(Kind::F, chunk_of(k, true) * P + d, mb_of(k))); };
-    auto bwd = [&](int k) {
-      int s = chunk_of(k, false) * P + d, m = mb_of(k);
-      int bw = g.find(Kind::BW, s, m);
-      if (bw >= 0) {
-        row.push_back(bw);
-      } else {
-        row.push_back(g.find(Kind::B, s, m));
-        row.push_back(g.find(Kind::W, s, m));
-      }
-    };
+    auto bwd = [&](int k) { push_backward(g, row, chunk_of(k, false) * P + d, mb_of(k)); };
     int warm = M == P ? total : std::min(total, 2 * (P - 1 - d) + (v - 1) * P);
     for (int k = 0; k < warm; ++k) fwd(k);
     for (int i = 0; i < total - warm; ++i) {
