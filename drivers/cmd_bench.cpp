@@ -18,7 +18,8 @@ namespace {
 struct BenchArgs {
   HintFlags hint;
   CostFlags cost;
-  std::string json, trace, policy;
+  std::string json, trace, policy, collective_log;
+  int tensor_parallel = 1;
   int slack = -1, iterations = 1;
   int devices_per_rank = 1;  // under mpirun/srun (docs/mpi.md)
 };
@@ -28,15 +29,19 @@ void run(const BenchArgs& a) {
   if (p.microbatches < 1) throw SpecError(fmt::format("--microbatches must be at least 1 (got {})", p.microbatches));
   if (p.stages < 1) throw SpecError("--stages must be at least 1");
   const bool mpi = mpi_launched();  // devices spread over ranks: see docs/mpi.md
-  if (!mpi && p.stages > max_cpu_workers())
-    throw SpecError(
-        fmt::format("--stages {}: one StarPU CPU worker per device and at most {} here", p.stages, max_cpu_workers()));
+  if (a.tensor_parallel < 1) throw SpecError("--tensor-parallel must be at least 1");
+  if (!mpi && p.stages * a.tensor_parallel > max_cpu_workers())
+    throw SpecError(fmt::format("--stages {} x --tensor-parallel {}: one StarPU CPU worker per device and at most {} here",
+                                p.stages, a.tensor_parallel, max_cpu_workers()));
+  if (!a.collective_log.empty() && a.tensor_parallel < 2)
+    throw SpecError("--collective-log needs --tensor-parallel 2 or more");
   BenchConfig cfg;
   cfg.cost = a.cost.resolve();
   cfg.exec.policy = a.policy;
   cfg.exec.inflight_slack = a.slack >= 0 ? a.slack : inflight_slack_from_env(0);
   cfg.exec.profile = !a.trace.empty();
   cfg.iterations = a.iterations;
+  cfg.exec.tensor_parallel = a.tensor_parallel;
   Hint hint = a.hint.make();
   if (mpi) cfg.executor = mpi_executor(MpiOptions{a.devices_per_rank, {}});
   BenchReport r = run_bench(hint, cfg);
@@ -45,12 +50,20 @@ void run(const BenchArgs& a) {
              r.hint, r.stages, r.devices, r.microbatches, r.tasks, r.variability, r.seed);
   fmt::print("makespan {:.4f} s  lower bound {:.4f} s  ratio {:.3f}  bubble {:.3f}  ({} iteration{})\n", r.makespan_s,
              r.lower_bound_s, r.makespan_over_lb, r.bubble_ratio, r.iterations, r.iterations > 1 ? "s" : "");
+  if (r.tensor_parallel > 1)
+    fmt::print("tensor-parallel {}: collective order identical on every member in {} of {} iterations\n",
+               r.tensor_parallel, r.collective_orders_identical, r.iterations);
   for (int d = 0; d < r.devices; ++d)
     fmt::print("  device {}: busy {:.4f} s  peak in-flight {} (cap {})\n", d, r.busy_s[d], r.peak_inflight[d],
                r.inflight_cap[d]);
   if (!a.json.empty()) {
     std::ofstream out(a.json);
     if (!(out << to_json(r).dump(2) << "\n")) throw SpecError(fmt::format("cannot write '{}'", a.json));
+  }
+  if (!a.collective_log.empty()) {
+    std::ofstream out(a.collective_log);
+    if (!(out << collective_logs_json(hint, r).dump() << "\n"))
+      throw SpecError(fmt::format("cannot write '{}'", a.collective_log));
   }
   if (!a.trace.empty())
     write_chrome_trace(to_timeline(hint, r.last, fmt::format("rrfp bench {} {}", r.policy, r.hint)), a.trace);
@@ -70,6 +83,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--policy", a->policy, "override STARPU_SCHED");
   cmd->add_option("--devices-per-rank", a->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();
+  cmd->add_option("--tensor-parallel", a->tensor_parallel,
+                  "split each device's tasks over T workers with all-reduces inside F and B (docs/runtime.md)")
+      ->capture_default_str();
+  cmd->add_option("--collective-log", a->collective_log,
+                  "with --tensor-parallel: write every member's collective order, per iteration, as JSON");
   cmd->add_option("--json", a->json, "write the result as JSON");
   cmd->add_option("--trace", a->trace, "write a Chrome/Perfetto trace from StarPU profiling info");
   cmd->callback([a] { run(*a); });

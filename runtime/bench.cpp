@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -36,14 +38,35 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
   rep.iterations = cfg.iterations;
   rep.busy_s.assign(D, 0);
   rep.peak_inflight.assign(D, 0);
+  const int T = cfg.exec.tensor_parallel, n = g.size();
+  rep.tensor_parallel = T;
+  std::shared_ptr<TpComm> comm = cfg.comm;
+  if (T > 1 && !comm) comm = std::make_shared<LocalTpComm>(D, T, std::max(10.0, cfg.exec.stall_timeout_s));
   for (int it = 0; it < cfg.iterations; ++it) {
     CostOptions c = cfg.cost;
     c.seed = cfg.cost.seed + static_cast<std::uint64_t>(it);
     Durations d = draw(g, c);
-    LowerBound lb = lower_bound(g, d);
+    Durations per_member = d;  // with tensor parallelism each member does 1/T of a task
+    for (double& x : per_member.task_s) x /= T;
+    LowerBound lb = lower_bound(g, per_member);
     ExecOptions o = cfg.exec;
     if (c.link_ms > 0) o.link_delay_s = [&d](int id, int k) { return d.edge(id, k); };
-    auto body = [&d](int id) { sleep_for_seconds(d.task_s[id]); };
+    auto body = [&](int call) {
+      if (T == 1) return sleep_for_seconds(d.task_s[call]);
+      const int id = call % n, member = call / n;
+      const Task& t = g.task(id);
+      if (t.kind == Kind::W) return sleep_for_seconds(d.task_s[id] / T);  // no collective in W
+      for (int c = 0; c < 2; ++c) {
+        sleep_for_seconds(d.task_s[id] / T / 2);
+        float buf[kBenchAllreduceFloats];
+        for (int i = 0; i < kBenchAllreduceFloats; ++i) buf[i] = static_cast<float>((member + 1) * (i + 1));
+        comm->allreduce(t.device, member, collective_id(id, c), buf, kBenchAllreduceFloats);
+        for (int i = 0; i < kBenchAllreduceFloats; ++i)
+          if (buf[i] != static_cast<float>(T * (T + 1) / 2 * (i + 1)))
+            throw std::runtime_error(fmt::format("all-reduce of {} returned a wrong sum", g.label(id)));
+      }
+    };
+    if (comm) comm->clear_log();
     ExecResult r = cfg.executor ? cfg.executor(hint, body, o) : execute(hint, body, o);
     rep.policy = r.policy;
     rep.makespans_s.push_back(r.makespan_s);
@@ -61,6 +84,15 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
     rep.bubble_ratio += (1 - busy / (D * r.makespan_s)) / cfg.iterations;
     rep.inflight_cap = r.inflight_cap;
     rep.last = std::move(r);
+    if (comm) {
+      auto& logs = rep.collective_logs.emplace_back(D);
+      bool same = true;
+      for (int dev = 0; dev < D; ++dev) {
+        for (int m = 0; m < T; ++m) logs[dev].push_back(comm->log(dev, m));
+        for (int m = 1; m < T; ++m) same = same && logs[dev][m] == logs[dev][0];
+      }
+      rep.collective_orders_identical += same ? 1 : 0;
+    }
   }
   return rep;
 }
@@ -85,7 +117,28 @@ nlohmann::json to_json(const BenchReport& r) {
           {"peak_inflight", r.peak_inflight},
           {"inflight_cap", r.inflight_cap},
           {"makespans_s", r.makespans_s},
-          {"lower_bounds_s", r.lower_bounds_s}};
+          {"lower_bounds_s", r.lower_bounds_s},
+          {"tensor_parallel", r.tensor_parallel},
+          {"collective_orders_identical", r.collective_orders_identical}};
+}
+
+nlohmann::json collective_logs_json(const Hint& hint, const BenchReport& r) {
+  // [iteration][group][member] -> ["1F3#0", "1F3#1", ...]
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& it : r.collective_logs) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& members : it) {
+      nlohmann::json ms = nlohmann::json::array();
+      for (const auto& log : members) {
+        nlohmann::json names = nlohmann::json::array();
+        for (std::int64_t id : log) names.push_back(collective_name(hint.graph->label(collective_task(id)), id));
+        ms.push_back(std::move(names));
+      }
+      groups.push_back(std::move(ms));
+    }
+    all.push_back(std::move(groups));
+  }
+  return all;
 }
 
 Timeline to_timeline(const Hint& hint, const ExecResult& r, const std::string& title) {

@@ -10,6 +10,7 @@
 #include "hints/generators.hpp"
 #include "plot/timeline.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/tp_comm.hpp"
 
 namespace rrfp {
 
@@ -20,7 +21,15 @@ struct BenchConfig {
   // Who runs the graph; empty = execute() (runtime/mpi_executor.hpp has one
   // for StarPU-MPI).
   std::function<ExecResult(const Hint&, const std::function<void(int)>&, const ExecOptions&)> executor;
+  // Tensor parallelism (exec.tensor_parallel = T > 1): each task's cost is
+  // split over T members, and F, B and BW end each of their two halves
+  // (attention, MLP) with an all-reduce of their group, as in Megatron.
+  // Null: a LocalTpComm (members are workers of this process).
+  std::shared_ptr<TpComm> comm;
 };
+
+// Floats in each synthetic all-reduce.
+inline constexpr int kBenchAllreduceFloats = 256;
 
 struct BenchReport {
   std::string policy, hint, variability;
@@ -34,6 +43,12 @@ struct BenchReport {
   std::vector<int> peak_inflight;     // per device, max over iterations
   std::vector<int> inflight_cap;      // per device
   ExecResult last;                    // the last iteration, for traces
+  int tensor_parallel = 1;
+  // Per iteration, group (device) and member: collective ids in the order
+  // the member entered them (runtime/tp_comm.hpp); members of this process.
+  std::vector<std::vector<std::vector<std::vector<std::int64_t>>>> collective_logs;
+  // Iterations in which every group's members logged identical sequences.
+  int collective_orders_identical = 0;
 };
 
 // Sleeps until `seconds` after the call; the synthetic task body.
@@ -41,6 +56,9 @@ void sleep_for_seconds(double seconds);
 
 BenchReport run_bench(const Hint& hint, const BenchConfig& cfg);
 nlohmann::json to_json(const BenchReport& r);
+// Every iteration's collective logs with task labels:
+// [iteration][group][member] -> ["1F3#0", "1F3#1", "1B2#0", ...].
+nlohmann::json collective_logs_json(const Hint& hint, const BenchReport& r);
 // One track per device, one slice per task ("2F0"); StarPU's profiling
 // times when the run had profiling on, else the executor's own records.
 Timeline to_timeline(const Hint& hint, const ExecResult& r, const std::string& title);

@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Run {
   const TaskGraph* g = nullptr;
+  int n = 0, tp = 1;
   const std::function<void(int)>* body = nullptr;
   Clock::time_point t0;
   std::vector<double> start, end;
@@ -58,23 +59,24 @@ struct TransferArg {
 void graph_task_body(void** /*buffers*/, void* cl_arg) {
   auto* a = static_cast<GraphTaskArg*>(cl_arg);
   Run* r = static_cast<Run*>(a->owner);
-  const int id = a->id, w = starpu_worker_get_id();
-  r->worker[id] = w;
+  const int id = a->id, mt = a->member * r->n + id, w = starpu_worker_get_id();
+  r->worker[mt] = w;
   r->by_worker[w].push_back(id);
   r->running.fetch_add(1);
-  r->start[id] = r->now();
+  r->start[mt] = r->now();
   if (!r->abort.load()) {  // an aborted run drains without doing work
+    auto name = [&] { return r->tp > 1 ? fmt::format("{} (TP member {})", r->g->label(id), a->member) : r->g->label(id); };
     try {
-      (*r->body)(id);
+      (*r->body)(mt);
     } catch (const std::exception& e) {
-      r->fail(fmt::format("task {} failed: {}", r->g->label(id), e.what()));
+      r->fail(fmt::format("task {} failed: {}", name(), e.what()));
     } catch (...) {
-      r->fail(fmt::format("task {} failed with a non-standard exception", r->g->label(id)));
+      r->fail(fmt::format("task {} failed with a non-standard exception", name()));
     }
   }
-  r->end[id] = r->now();
+  r->end[mt] = r->now();
   r->running.fetch_sub(1);
-  if (r->done.fetch_add(1) + 1 == r->g->size()) r->cv.notify_all();
+  if (r->done.fetch_add(1) + 1 == r->n * r->tp) r->cv.notify_all();
 }
 
 // A transfer's producer is done: the link delay starts now.
@@ -107,11 +109,17 @@ int inflight_slack_from_env(int fallback) {
 
 ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const ExecOptions& opt) {
   const TaskGraph& g = *hint.graph;
-  const int n = g.size(), D = hint.devices();
+  const int n = g.size(), D = hint.devices(), T = opt.tensor_parallel, S = g.spec().stages;
   if (g.spec().microbatches < 1) throw SpecError("a run needs at least one microbatch");
+  if (T < 1) throw SpecError(fmt::format("--tensor-parallel must be at least 1 (got {})", T));
   PolicyChoice choice = resolve_policy(opt.policy);
-  if (D > max_cpu_workers())
-    throw SpecError(fmt::format("the hint needs {} devices but StarPU here has at most {} CPU workers", D, max_cpu_workers()));
+  if (T > 1 && !choice.uses_arbiter() && choice.kind != PolicyChoice::Kind::StaticOrder)
+    throw SpecError(fmt::format("--tensor-parallel {} needs a policy that keeps a tensor-parallel group's collectives "
+                                "in one order on every member: rrfp, rrfp-fixed or static-order (not '{}')",
+                                T, choice.name));
+  if (D * T > max_cpu_workers())
+    throw SpecError(fmt::format("the hint needs {} devices{} but StarPU here has at most {} CPU workers", D * T,
+                                T > 1 ? fmt::format(" ({} x {} tensor-parallel)", D, T) : "", max_cpu_workers()));
   const int slack = opt.inflight_slack >= 0 ? opt.inflight_slack : inflight_slack_from_env(0);
   if (choice.kind == PolicyChoice::Kind::StaticOrder) {
     // StarPU's workerorder waits forever on an order that cannot run; say so
@@ -126,19 +134,24 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
         hint, ArbiterOptions{choice.kind == PolicyChoice::Kind::Rrfp ? Mode::ReadinessFirst : Mode::Strict, slack,
                              opt.inflight_cap});
 
-  StarpuSession& session = StarpuSession::reuse(choice, D, opt.profile);
+  StarpuSession& session = StarpuSession::reuse(choice, D * T, opt.profile);
   ExecResult res;
   res.policy = choice.name;
   res.devices = D;
   res.tasks = n;
-  for (int d = 0; d < D; ++d) res.device_worker.push_back(session.worker_of_device(d));
+  res.tensor_parallel = T;
+  // Slot d*T+t is member t of device d; T = 1: slot = device.
+  for (int slot = 0; slot < D * T; ++slot) res.member_worker.push_back(session.worker_of_device(slot));
+  for (int d = 0; d < D; ++d) res.device_worker.push_back(res.member_worker[d * T]);
 
   Run run;
   run.g = &g;
+  run.n = n;
+  run.tp = T;
   run.body = &body;
-  run.start.assign(n, -1);
-  run.end.assign(n, -1);
-  run.worker.assign(n, -1);
+  run.start.assign(n * T, -1);
+  run.end.assign(n * T, -1);
+  run.worker.assign(n * T, -1);
   run.by_worker.resize(starpu_worker_get_count());
   LinkThread link;
   run.link = &link;
@@ -149,59 +162,63 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   // block the one whose turn it is (a deadlock seen with dualpipev). Strict
   // policies therefore use plain RW and submit in hint order, so the implicit
   // data dependencies agree with the order they follow anyway; the others
-  // accumulate in any order (RW | COMMUTE).
+  // accumulate in any order (RW | COMMUTE). One buffer per stage and member.
   const bool strict = choice.kind == PolicyChoice::Kind::RrfpFixed || choice.kind == PolicyChoice::Kind::StaticOrder;
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();
   starpu_codelet cl_plain = make_codelet(false, false), cl_grad = make_codelet(true, !strict);
-  std::vector<double> grad(g.spec().stages, 0.0);
-  std::vector<starpu_data_handle_t> grad_h(g.spec().stages, nullptr);
-  for (int s = 0; s < g.spec().stages; ++s)
-    starpu_variable_data_register(&grad_h[s], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&grad[s]), sizeof(double));
+  std::vector<double> grad(S * T, 0.0);
+  std::vector<starpu_data_handle_t> grad_h(S * T, nullptr);
+  for (int i = 0; i < S * T; ++i)
+    starpu_variable_data_register(&grad_h[i], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&grad[i]), sizeof(double));
 
-  std::vector<std::vector<uint32_t>> masks(D);
-  for (int d = 0; d < D; ++d) {
-    int w = res.device_worker[d];
-    masks[d].assign(w / 32 + 1, 0);
-    masks[d][w / 32] |= 1u << (w % 32);
+  std::vector<std::vector<uint32_t>> masks(D * T);
+  for (int slot = 0; slot < D * T; ++slot) {
+    int w = res.member_worker[slot];
+    masks[slot].assign(w / 32 + 1, 0);
+    masks[slot][w / 32] |= 1u << (w % 32);
   }
-  std::vector<GraphTaskArg> args(n);
-  std::vector<starpu_task*> tasks(n);
-  for (int id = 0; id < n; ++id) {
+  // Member task mt = t*n + id: graph task id as run by member t.
+  std::vector<GraphTaskArg> args(n * T);
+  std::vector<starpu_task*> tasks(n * T);
+  for (int mt = 0; mt < n * T; ++mt) {
+    const int id = mt % n, member = mt / n;
     const Task& t = g.task(id);
+    const int slot = t.device * T + member;
     bool wgrad = t.kind == Kind::W || t.kind == Kind::BW;
     starpu_task* st = starpu_task_create();
     st->cl = wgrad ? &cl_grad : &cl_plain;
-    if (wgrad) st->handles[0] = grad_h[t.stage];
-    args[id] = {id, &run};
-    st->cl_arg = &args[id];
+    if (wgrad) st->handles[0] = grad_h[member * S + t.stage];
+    args[mt] = {id, &run, member};
+    st->cl_arg = &args[mt];
     st->destroy = 0;
     st->priority = -hint.rank[id];  // prio/dmda: better rank first
     if (choice.kind == PolicyChoice::Kind::StaticOrder) {
       st->execute_on_a_specific_worker = 1;
-      st->workerid = res.device_worker[t.device];
+      st->workerid = res.member_worker[slot];
       st->workerorder = hint.rank[id] + 1;
     } else {
-      st->workerids = masks[t.device].data();
-      st->workerids_len = static_cast<unsigned>(masks[t.device].size());
+      st->workerids = masks[slot].data();
+      st->workerids_len = static_cast<unsigned>(masks[slot].size());
     }
-    tasks[id] = st;
+    tasks[mt] = st;
   }
-  // Dependencies; transfers for edges across devices.
+  // Dependencies, member by member; transfers for edges across devices.
   std::vector<std::unique_ptr<TransferArg>> xfer_args;
-  std::vector<std::vector<starpu_task*>> xfers_into(n);
+  std::vector<std::vector<starpu_task*>> xfers_into(n * T);
   std::vector<starpu_task*> deps;
-  for (int id = 0; id < n; ++id) {
+  for (int mt = 0; mt < n * T; ++mt) {
+    const int id = mt % n, base = mt - id;
     deps.clear();
     int k = 0;
     for (int p : g.preds(id)) {
       if (g.task(p).device == g.task(id).device) {
-        deps.push_back(tasks[p]);
+        deps.push_back(tasks[base + p]);
       } else {
         starpu_task* x = starpu_task_create();
         x->cl = nullptr;
         x->destroy = 0;
-        starpu_task_declare_deps_array(x, 1, &tasks[p]);
+        starpu_task_declare_deps_array(x, 1, &tasks[base + p]);
         double delay = opt.link_delay_s ? opt.link_delay_s(id, k) : 0.0;
         if (delay > 0) {
           xfer_args.push_back(std::make_unique<TransferArg>(TransferArg{&run, x, delay}));
@@ -209,16 +226,16 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
           x->prologue_callback_pop_func = transfer_started;
           x->prologue_callback_pop_arg = xfer_args.back().get();
         }
-        xfers_into[id].push_back(x);
+        xfers_into[mt].push_back(x);
         deps.push_back(x);
       }
       ++k;
     }
-    if (!deps.empty()) starpu_task_declare_deps_array(tasks[id], static_cast<unsigned>(deps.size()), deps.data());
+    if (!deps.empty()) starpu_task_declare_deps_array(tasks[mt], static_cast<unsigned>(deps.size()), deps.data());
   }
-  for (const auto& v : xfers_into) res.transfers += static_cast<int>(v.size());
+  for (int id = 0; id < n; ++id) res.transfers += static_cast<int>(xfers_into[id].size());
 
-  if (arb) policy_attach(PolicyRun{arb.get(), res.device_worker, {&cl_plain, &cl_grad}, n});
+  if (arb) policy_attach(PolicyRun{arb.get(), res.member_worker, {&cl_plain, &cl_grad}, n, T});
   run.t0 = Clock::now();
   auto submit = [&](starpu_task* t, int id) {
     int rc = starpu_task_submit(t);
@@ -227,10 +244,11 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
       std::_Exit(3);  // half a graph submitted: nothing can be unwound safely
     }
   };
-  for (int id : submit_order) {
-    for (starpu_task* x : xfers_into[id]) submit(x, id);
-    submit(tasks[id], id);
-  }
+  for (int id : submit_order)
+    for (int member = 0; member < T; ++member) {
+      for (starpu_task* x : xfers_into[member * n + id]) submit(x, id);
+      submit(tasks[member * n + id], id);
+    }
 
   // Watchdog: wait for the bodies, stop the run on a failure or a stall.
   std::string failure;
@@ -248,7 +266,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
       link.flush();
       lk.lock();
     };
-    while (run.done.load() < n) {
+    while (run.done.load() < n * T) {
       run.cv.wait_for(lk, std::chrono::milliseconds(5));
       double now = run.now();
       if (run.abort) {
@@ -277,10 +295,10 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
         if (stall_since < 0) stall_since = now;
         else if (now - stall_since >= opt.stall_grace_s)
           abort_run(fmt::format("{}: run stalled with {} of {} tasks done; no device can take a task:\n{}", res.policy,
-                                done, n, why));
+                                done, n * T, why));
       } else if (now - last_move >= opt.stall_timeout_s) {
         abort_run(fmt::format("{}: no progress for {:.1f} s with {} of {} tasks done (stalled)", res.policy,
-                              opt.stall_timeout_s, done, n));
+                              opt.stall_timeout_s, done, n * T));
       }
     }
   }
@@ -312,11 +330,14 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
     throw ExecError(failure);
   }
 
-  res.start_s = std::move(run.start);
-  res.end_s = std::move(run.end);
-  res.worker = std::move(run.worker);
+  // The leader's times stand for the task (the arbiter counts in-flight
+  // work on the leader; followers trail it by a collective's wake-up).
+  res.start_s.assign(run.start.begin(), run.start.begin() + n);
+  res.end_s.assign(run.end.begin(), run.end.begin() + n);
+  res.worker.assign(run.worker.begin(), run.worker.begin() + n);
   res.order.resize(D);
   for (int d = 0; d < D; ++d) res.order[d] = run.by_worker[res.device_worker[d]];
+  for (int slot = 0; slot < D * T; ++slot) res.member_order.push_back(run.by_worker[res.member_worker[slot]]);
   res.inflight_cap.resize(D);
   auto peak = hint.peak_inflight();
   for (int d = 0; d < D; ++d) res.inflight_cap[d] = arb ? arb->cap(d) : (opt.inflight_cap.empty() ? peak[d] + slack : opt.inflight_cap[d]);

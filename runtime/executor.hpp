@@ -31,6 +31,11 @@ struct ExecOptions {
   double stall_timeout_s = 10;  // any policy: nothing running, nothing in transit, no progress
   double stall_grace_s = 0.1;   // rrfp*: how long Arbiter::stalled() must hold
   bool profile = false;         // StarPU profiling info into ExecResult::prof_*
+  // Tensor parallelism: every task runs as T member tasks on T workers of
+  // its device group (slot d*T+t), member-wise dependencies; member 0's
+  // policy decisions are followed by the others (sched/rrfp_policy.hpp).
+  // With T > 1 the body is called with member * tasks + task id.
+  int tensor_parallel = 1;
 };
 
 struct ExecResult {
@@ -46,6 +51,11 @@ struct ExecResult {
   std::vector<double> busy_s;               // per device
   double makespan_s = 0;                    // last end - first start
   double wall_s = 0;                        // submission to completion
+  // Tensor parallelism: start_s, end_s, worker, device_worker and order are
+  // the leader's (member 0); per slot d*T+t:
+  int tensor_parallel = 1;
+  std::vector<int> member_worker;
+  std::vector<std::vector<int>> member_order;  // graph task ids in execution order
 };
 
 // The run stopped: a body threw (message names the task) or the run

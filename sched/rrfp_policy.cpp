@@ -18,19 +18,23 @@ struct State {
   PolicyRun run;
   Arbiter* arb = nullptr;  // null: no run attached
   bool drain = false;
+  int tp = 1, n = 0;
+  // Indexed by member task, member * n + graph id.
   std::vector<starpu_task*> by_id;
-  std::vector<std::vector<int>> pending;  // per device, ids pushed (for drain)
-  std::vector<size_t> drain_pos;
   std::vector<unsigned char> taken;
+  // Indexed by slot, device * tp + member.
+  std::vector<std::vector<int>> pending;  // member tasks pushed (for drain)
+  std::vector<size_t> drain_pos;
+  std::vector<std::deque<int>> follow;    // followers: graph ids the leader took, in order
   std::deque<starpu_task*> foreign;
   // Read without the lock on the idle pop path, so they are atomics: an
   // idle worker must not touch the mutex unless something changed for it.
-  std::atomic<int> dev_of_worker[STARPU_NMAXWORKERS];
-  std::atomic<int> maybe[kMaxDevices];  // 1: take() may return a task
+  std::atomic<int> slot_of_worker[STARPU_NMAXWORKERS];
+  std::atomic<int> maybe[kMaxDevices];  // per slot, 1: pop may find a task
   std::atomic<int> foreign_n{0};
   std::atomic<long> events{0};
   State() {
-    for (auto& d : dev_of_worker) d.store(-1);
+    for (auto& d : slot_of_worker) d.store(-1);
     for (auto& x : maybe) x.store(0);
   }
 };
@@ -40,12 +44,13 @@ State& st() {
   return s;
 }
 
-// Graph task id, or -1 for a task that is not part of the attached run.
-int graph_id(const State& s, const starpu_task* task) {
-  if (!s.arb) return -1;
+// The task's GraphTaskArg, or null for a task that is not part of the
+// attached run.
+const GraphTaskArg* graph_arg(const State& s, const starpu_task* task) {
+  if (!s.arb) return nullptr;
   for (const starpu_codelet* cl : s.run.codelets)
-    if (task->cl == cl) return static_cast<const GraphTaskArg*>(task->cl_arg)->id;
-  return -1;
+    if (task->cl == cl) return static_cast<const GraphTaskArg*>(task->cl_arg);
+  return nullptr;
 }
 
 // Wakes a worker that may sleep. With non-blocking drivers (Debian's build)
@@ -72,16 +77,15 @@ void lock_relaxed(State& s) {
 int push_task(starpu_task* task) {
   State& s = st();
   lock_relaxed(s);
-  int id = graph_id(s, task);
-  if (id >= 0) {
-    int dev = s.arb->hint().graph->task(id).device;
-    s.by_id[id] = task;
-    s.pending[dev].push_back(id);
-    if (!s.drain) s.arb->on_ready(id);
+  if (const GraphTaskArg* a = graph_arg(s, task)) {
+    const int id = a->id, dev = s.arb->hint().graph->task(id).device, slot = dev * s.tp + a->member;
+    s.by_id[a->member * s.n + id] = task;
+    s.pending[slot].push_back(a->member * s.n + id);
+    if (!s.drain && a->member == 0) s.arb->on_ready(id);  // followers wait for the leader's decision
     s.events.fetch_add(1, std::memory_order_relaxed);
-    s.maybe[dev].store(1, std::memory_order_release);
+    s.maybe[slot].store(1, std::memory_order_release);
     starpu_push_task_end(task);  // before unlocking: nobody can pop it yet
-    int w = s.run.worker_of_device[dev];
+    int w = s.run.worker_of_device[slot];
     s.m.unlock();
     wake(w);
     return 0;
@@ -96,11 +100,38 @@ int push_task(starpu_task* task) {
   return 0;
 }
 
+// Member task for `slot` to run now, or -1. Under the lock.
+int choose(State& s, int slot) {
+  const int dev = slot / s.tp, member = slot % s.tp;
+  if (s.drain) {
+    auto& p = s.pending[slot];
+    size_t& i = s.drain_pos[slot];
+    while (i < p.size() && s.taken[p[i]]) ++i;
+    return i < p.size() ? p[i] : -1;
+  }
+  if (member > 0) {  // a follower runs the leader's decisions in order
+    auto& q = s.follow[slot];
+    if (q.empty() || !s.by_id[member * s.n + q.front()]) return -1;
+    int id = q.front();
+    q.pop_front();
+    return member * s.n + id;
+  }
+  int id = s.arb->take(dev);
+  if (id >= 0)
+    for (int t = 1; t < s.tp; ++t) {
+      const int f = dev * s.tp + t;
+      if (s.run.worker_of_device[f] == kRemoteWorker) continue;  // told by message (policy_follow)
+      s.follow[f].push_back(id);
+      s.maybe[f].store(1, std::memory_order_release);
+    }
+  return id;
+}
+
 starpu_task* pop_task(unsigned /*sched_ctx*/) {
   State& s = st();
   int w = starpu_worker_get_id();
-  int dev = w >= 0 && w < STARPU_NMAXWORKERS ? s.dev_of_worker[w].load(std::memory_order_relaxed) : -1;
-  bool mine = dev >= 0 && s.maybe[dev].load(std::memory_order_acquire) != 0;
+  int slot = w >= 0 && w < STARPU_NMAXWORKERS ? s.slot_of_worker[w].load(std::memory_order_relaxed) : -1;
+  bool mine = slot >= 0 && s.maybe[slot].load(std::memory_order_acquire) != 0;
   if (!mine && s.foreign_n.load(std::memory_order_acquire) == 0) {
     // The cheap idle path. Non-blocking drivers spin here; with more
     // workers than cores a spinning worker would hold a core for a whole
@@ -112,21 +143,13 @@ starpu_task* pop_task(unsigned /*sched_ctx*/) {
   lock_relaxed(s);
   starpu_task* out = nullptr;
   if (mine && s.arb) {
-    int id = -1;
-    if (s.drain) {
-      auto& p = s.pending[dev];
-      size_t& i = s.drain_pos[dev];
-      while (i < p.size() && s.taken[p[i]]) ++i;
-      if (i < p.size()) id = p[i];
-    } else {
-      id = s.arb->take(dev);
-    }
-    if (id >= 0) {
-      s.taken[id] = 1;
+    int mt = choose(s, slot);
+    if (mt >= 0) {
+      s.taken[mt] = 1;
       s.events.fetch_add(1, std::memory_order_relaxed);
-      out = s.by_id[id];
+      out = s.by_id[mt];
     } else {
-      s.maybe[dev].store(0, std::memory_order_relaxed);  // until the next push or finish
+      s.maybe[slot].store(0, std::memory_order_relaxed);  // until the next push, finish or decision
     }
   }
   if (!out && s.foreign_n.load(std::memory_order_relaxed) > 0) {
@@ -145,12 +168,12 @@ starpu_task* pop_task(unsigned /*sched_ctx*/) {
 void post_exec_hook(starpu_task* task, unsigned /*sched_ctx*/) {
   State& s = st();
   std::lock_guard<std::mutex> g(s.m);  // no worker mutex is held here
-  int id = graph_id(s, task);
-  if (id < 0) return;
-  if (!s.drain) s.arb->on_finish(id);
+  const GraphTaskArg* a = graph_arg(s, task);
+  if (!a || a->member != 0) return;  // the arbiter tracks the leader's tasks
+  if (!s.drain) s.arb->on_finish(a->id);
   s.events.fetch_add(1, std::memory_order_relaxed);
   // A finished backward frees in-flight room for a forward of this device.
-  s.maybe[s.arb->hint().graph->task(id).device].store(1, std::memory_order_release);
+  s.maybe[s.arb->hint().graph->task(a->id).device * s.tp].store(1, std::memory_order_release);
 }
 
 void init_sched(unsigned /*sched_ctx*/) {}
@@ -184,19 +207,23 @@ starpu_sched_policy* rrfp_fixed_policy() {
 void policy_attach(const PolicyRun& run) {
   State& s = st();
   std::lock_guard<std::mutex> g(s.m);
-  const int n = run.tasks, D = static_cast<int>(run.worker_of_device.size());
-  if (D > kMaxDevices) throw SpecError("too many devices for the rrfp policy");
+  const int T = run.tp, slots = static_cast<int>(run.worker_of_device.size());
+  if (T < 1 || slots % T != 0) throw SpecError("policy_attach: one worker per device and member expected");
+  if (slots > kMaxDevices) throw SpecError("too many devices for the rrfp policy");
   s.run = run;
   s.arb = run.arbiter;
   s.drain = false;
-  s.by_id.assign(n, nullptr);
-  s.taken.assign(n, 0);
-  s.pending.assign(D, {});
-  s.drain_pos.assign(D, 0);
-  for (auto& d : s.dev_of_worker) d.store(-1);
-  for (int d = 0; d < D; ++d) {
-    s.dev_of_worker[run.worker_of_device[d]].store(d);
-    s.maybe[d].store(0);
+  s.tp = T;
+  s.n = run.tasks;
+  s.by_id.assign(static_cast<size_t>(run.tasks) * T, nullptr);
+  s.taken.assign(static_cast<size_t>(run.tasks) * T, 0);
+  s.pending.assign(slots, {});
+  s.drain_pos.assign(slots, 0);
+  s.follow.assign(slots, {});
+  for (auto& d : s.slot_of_worker) d.store(-1);
+  for (int i = 0; i < slots; ++i) {
+    if (run.worker_of_device[i] != kRemoteWorker) s.slot_of_worker[run.worker_of_device[i]].store(i);
+    s.maybe[i].store(0);
   }
 }
 
@@ -205,7 +232,17 @@ void policy_detach() {
   std::lock_guard<std::mutex> g(s.m);
   s.arb = nullptr;
   s.run = PolicyRun{};
-  for (auto& d : s.dev_of_worker) d.store(-1);
+  for (auto& d : s.slot_of_worker) d.store(-1);
+}
+
+void policy_follow(int device, int member, int task) {
+  State& s = st();
+  std::lock_guard<std::mutex> g(s.m);
+  if (!s.arb) return;
+  const int slot = device * s.tp + member;
+  s.follow[slot].push_back(task);
+  s.events.fetch_add(1, std::memory_order_relaxed);
+  s.maybe[slot].store(1, std::memory_order_release);
 }
 
 long policy_events() { return st().events.load(std::memory_order_relaxed); }
@@ -227,7 +264,8 @@ void policy_drain() {
     for (size_t d = 0; d < s.pending.size(); ++d) s.maybe[d].store(1);
     workers = s.run.worker_of_device;
   }
-  for (int w : workers) wake(w);  // never under our lock
+  for (int w : workers)
+    if (w != kRemoteWorker) wake(w);  // never under our lock
 }
 
 }  // namespace rrfp
