@@ -9,6 +9,7 @@
 #include "runtime/bench.hpp"
 #include "runtime/mpi_executor.hpp"
 #include "runtime/mpi_session.hpp"
+#include "runtime/mpi_tp_comm.hpp"
 #include "runtime/session.hpp"
 
 namespace rrfp::cli {
@@ -43,7 +44,16 @@ void run(const BenchArgs& a) {
   cfg.iterations = a.iterations;
   cfg.exec.tensor_parallel = a.tensor_parallel;
   Hint hint = a.hint.make();
-  if (mpi) cfg.executor = mpi_executor(MpiOptions{a.devices_per_rank, {}});
+  if (mpi) {
+    MpiOptions mo{a.devices_per_rank, {}, nullptr};
+    if (a.tensor_parallel > 1) {
+      auto comm = std::make_shared<MpiTpComm>(hint.devices(), a.tensor_parallel, a.devices_per_rank,
+                                              kBenchAllreduceFloats, 30.0);
+      mo.tp_comm = comm.get();
+      cfg.comm = comm;
+    }
+    cfg.executor = mpi_executor(mo);
+  }
   BenchReport r = run_bench(hint, cfg);
   if (mpi && mpi_world().rank != 0) return;  // every rank has the merged run; rank 0 reports
   fmt::print("policy {}  hint {}  {} stages on {} devices  {} microbatches  {} tasks  variability {}  seed {}\n", r.policy,

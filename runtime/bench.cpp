@@ -85,6 +85,7 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
     rep.inflight_cap = r.inflight_cap;
     rep.last = std::move(r);
     if (comm) {
+      comm->sync_logs();
       auto& logs = rep.collective_logs.emplace_back(D);
       bool same = true;
       for (int dev = 0; dev < D; ++dev) {

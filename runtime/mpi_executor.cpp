@@ -18,6 +18,7 @@
 #include "hints/replay.hpp"
 #include "runtime/link_thread.hpp"
 #include "runtime/mpi_session.hpp"
+#include "runtime/mpi_tp_comm.hpp"
 #include "runtime/run_stats.hpp"
 #include "runtime/session.hpp"
 #include "sched/arbiter.hpp"
@@ -34,8 +35,28 @@ struct OutEdge {
   int consumer, k, edge, dest;
 };
 
+// Tensor parallelism across ranks: the leader of a device group tells the
+// followers on other ranks, one message per task it starts, which task
+// that is (k-th decision: tag kDecisionTags + d * n + k).
+constexpr std::int64_t kDecisionTags = std::int64_t{1} << 58;
+
+struct Decisions {
+  std::vector<int> dests;                  // leader's rank: ranks of remote followers
+  std::vector<std::int64_t> out;           // leader's rank: k-th task started
+  std::vector<starpu_data_handle_t> out_h;
+  int next_out = 0;                        // touched by the leader's worker only
+  std::vector<int> followers;              // follower's rank: its members of the group
+  std::vector<std::int64_t> in;
+  std::vector<starpu_data_handle_t> in_h;
+  std::vector<unsigned char> got;
+  int next_in = 0;
+};
+
 struct Run {
   const TaskGraph* g = nullptr;
+  int n = 0, tp = 1;
+  std::vector<Decisions> dec;  // per device
+  std::mutex dec_m;
   const std::function<void(int)>* body = nullptr;
   const MpiPayload* payload = nullptr;
   std::vector<std::vector<OutEdge>> out;             // per task: its cross-rank out-edges
@@ -67,6 +88,11 @@ struct TransferArg {
   double delay_s;
 };
 
+struct DecisionArg {
+  Run* run;
+  int device, k;
+};
+
 bool label_is(const TaskGraph& g, int id, const std::string& want) {
   if (want.empty()) return false;
   const Task& t = g.task(id);
@@ -77,12 +103,23 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   auto* a = static_cast<GraphTaskArg*>(cl_arg);
   Run* r = static_cast<Run*>(a->owner);
   const TaskGraph& g = *r->g;
-  const int id = a->id, w = starpu_worker_get_id();
-  r->worker[id] = w;
-  r->pos[id] = static_cast<int>(r->by_worker[w].size());
+  const int id = a->id, mt = a->member * r->n + id, w = starpu_worker_get_id();
+  r->worker[mt] = w;
+  r->pos[mt] = static_cast<int>(r->by_worker[w].size());
   r->by_worker[w].push_back(id);
   r->running.fetch_add(1);
-  r->start[id] = abs_now();
+  r->start[mt] = abs_now();
+  if (a->member == 0 && !r->dec.empty()) {  // tell the followers on other ranks
+    Decisions& d = r->dec[g.task(id).device];
+    if (!d.dests.empty()) {
+      const int k = d.next_out++;
+      d.out[k] = id;
+      for (int dest : d.dests)
+        if (starpu_mpi_isend_detached(d.out_h[k], dest, kDecisionTags + std::int64_t{g.task(id).device} * r->n + k,
+                                      MPI_COMM_WORLD, nullptr, nullptr) != 0)
+          r->fail(fmt::format("starpu_mpi_isend_detached of the decision {} failed", g.label(id)));
+    }
+  }
   bool ok = false;
   try {
     // Test hooks: a rank that dies (SIGKILL, no goodbye) or a task that throws.
@@ -90,22 +127,23 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
     if (label_is(g, id, r->fail_task)) throw std::runtime_error("injected failure (RRFP_MPI_FAIL_TASK)");
     while (label_is(g, id, r->hang_task)) std::this_thread::sleep_for(std::chrono::seconds(1));
     if (r->payload->unpack)
-      for (auto [k, e] : r->in[id]) r->payload->unpack(id, k, r->buf[e].data());
-    (*r->body)(id);
-    for (const OutEdge& o : r->out[id])
+      for (auto [k, e] : r->in[mt]) r->payload->unpack(mt, k, r->buf[e].data());
+    (*r->body)(mt);
+    for (const OutEdge& o : r->out[mt])
       if (r->payload->pack) r->payload->pack(o.consumer, o.k, r->buf[o.edge].data());
     ok = true;
   } catch (const std::exception& e) {
-    r->fail(fmt::format("task {} failed: {}", g.label(id), e.what()));
+    r->fail(fmt::format("task {}{} failed: {}", g.label(id), r->tp > 1 ? fmt::format(" (TP member {})", a->member) : "",
+                        e.what()));
   } catch (...) {
     r->fail(fmt::format("task {} failed with a non-standard exception", g.label(id)));
   }
-  r->end[id] = abs_now();
+  r->end[mt] = abs_now();
   // Messages leave as soon as the producer is done; a non-blocking call.
   if (ok)
-    for (const OutEdge& o : r->out[id])
+    for (const OutEdge& o : r->out[mt])
       if (starpu_mpi_isend_detached(r->handle[o.edge], o.dest, o.edge, MPI_COMM_WORLD, nullptr, nullptr) != 0)
-        r->fail(fmt::format("starpu_mpi_isend_detached for {} -> {} failed", g.label(id), g.label(o.consumer)));
+        r->fail(fmt::format("starpu_mpi_isend_detached for {} -> {} failed", g.label(id), g.label(o.consumer % r->n)));
   r->running.fetch_sub(1);
   r->done.fetch_add(1);
   r->cv.notify_all();
@@ -123,6 +161,22 @@ void message_received(void* arg) {
   t->run->received.fetch_add(1);
   t->run->link->schedule(t->task, t->delay_s);
   t->run->cv.notify_all();
+}
+
+// A leader's decision arrived: hand decisions to the local followers in
+// the leader's order (messages of different k may overtake each other).
+void decision_received(void* arg) {
+  auto* a = static_cast<DecisionArg*>(arg);
+  Run* r = a->run;
+  {
+    std::lock_guard<std::mutex> g(r->dec_m);
+    Decisions& d = r->dec[a->device];
+    d.got[a->k] = 1;
+    for (; d.next_in < static_cast<int>(d.got.size()) && d.got[d.next_in]; ++d.next_in)
+      for (int member : d.followers) policy_follow(a->device, member, static_cast<int>(d.in[d.next_in]));
+  }
+  r->received.fetch_add(1);
+  r->cv.notify_all();
 }
 
 starpu_codelet make_codelet(bool grad, bool commute) {
@@ -146,27 +200,34 @@ std::string env_str(const char* name) {
 MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body, const ExecOptions& opt,
                           const MpiOptions& mopt) {
   const TaskGraph& g = *hint.graph;
-  const int n = g.size(), D = hint.devices(), K = mopt.devices_per_rank;
+  const int n = g.size(), D = hint.devices(), K = mopt.devices_per_rank, T = opt.tensor_parallel, S = g.spec().stages;
   const MpiWorld world = mpi_world();
   const int me = world.rank, R = world.size;
   if (g.spec().microbatches < 1) throw SpecError("a run needs at least one microbatch");
   if (K < 1) throw SpecError("--devices-per-rank must be at least 1");
+  if (T < 1) throw SpecError(fmt::format("--tensor-parallel must be at least 1 (got {})", T));
   if (K > max_cpu_workers())
     throw SpecError(fmt::format("--devices-per-rank {} exceeds the {} CPU workers this StarPU allows", K, max_cpu_workers()));
-  if (D != R * K)
-    throw SpecError(fmt::format("the hint has {} devices but {} ranks x {} devices per rank = {}; launch {} ranks or "
+  if (D * T != R * K)
+    throw SpecError(fmt::format("the hint has {} devices{} but {} ranks x {} devices per rank = {}; launch {} ranks or "
                                 "set --devices-per-rank",
-                                D, R, K, R * K, D % K == 0 ? D / K : D));
+                                D * T, T > 1 ? fmt::format(" ({} x {} tensor-parallel)", D, T) : "", R, K, R * K,
+                                (D * T) % K == 0 ? D * T / K : D * T));
   PolicyChoice choice = resolve_policy(opt.policy);
+  if (T > 1 && !choice.uses_arbiter() && choice.kind != PolicyChoice::Kind::StaticOrder)
+    throw SpecError(fmt::format("--tensor-parallel {} needs a policy that keeps a tensor-parallel group's collectives "
+                                "in one order on every member: rrfp, rrfp-fixed or static-order (not '{}')",
+                                T, choice.name));
   const int slack = opt.inflight_slack >= 0 ? opt.inflight_slack : inflight_slack_from_env(0);
   if (choice.kind == PolicyChoice::Kind::StaticOrder) {
     ReplayResult rr = replay_unit(hint);
     if (!rr.complete)
       throw ExecError(fmt::format("static-order: hint '{}' cannot run in strict order:\n{}", hint.name, rr.stuck));
   }
-  auto rank_of = [&](int id) { return g.task(id).device / K; };
-  std::vector<unsigned char> local(D, 0);
-  for (int d = me * K; d < (me + 1) * K; ++d) local[d] = 1;
+  // Slot d*T+t (member t of device d; T = 1: the device) lives on rank slot / K.
+  auto rank_of = [&](int id, int member = 0) { return (g.task(id).device * T + member) / K; };
+  std::vector<unsigned char> local(D, 0);  // devices whose leader this rank runs
+  for (int d = 0; d < D; ++d) local[d] = (d * T) / K == me;
   std::unique_ptr<Arbiter> arb;
   if (choice.uses_arbiter())
     arb = std::make_unique<Arbiter>(
@@ -181,8 +242,10 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   res.policy = choice.name;
   res.devices = D;
   res.tasks = n;
+  res.tensor_parallel = T;
 
-  // Edges, indexed as in the pred array; the tag of a message is its index.
+  // Edges, indexed as in the pred array, member by member (member m's copy
+  // of edge e is m*E + e); the tag of a message is that index.
   std::vector<int> edge_off(n + 1, 0);
   for (int id = 0; id < n; ++id) edge_off[id + 1] = edge_off[id] + g.preds(id).size();
   const int E = edge_off[n];
@@ -204,19 +267,22 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     local_worker[i] = session->worker_of_local(i);
     local_of_worker[local_worker[i]] = i;
   }
+  if (mopt.tp_comm) mopt.tp_comm->open();
 
   Run run;
   run.g = &g;
+  run.n = n;
+  run.tp = T;
   run.body = &body;
   run.payload = &mopt.payload;
-  run.out.resize(n);
-  run.in.resize(n);
-  run.buf.resize(E);
-  run.handle.assign(E, nullptr);
-  run.start.assign(n, -1);
-  run.end.assign(n, -1);
-  run.worker.assign(n, -1);
-  run.pos.assign(n, -1);
+  run.out.resize(n * T);
+  run.in.resize(n * T);
+  run.buf.resize(E * T);
+  run.handle.assign(E * T, nullptr);
+  run.start.assign(n * T, -1);
+  run.end.assign(n * T, -1);
+  run.worker.assign(n * T, -1);
+  run.pos.assign(n * T, -1);
   run.by_worker.resize(starpu_worker_get_count());
   run.fail_task = env_str("RRFP_MPI_FAIL_TASK");
   run.kill_task = env_str("RRFP_MPI_KILL_TASK");
@@ -225,56 +291,58 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   run.link = &link;
 
   int n_local = 0, expected_msgs = 0;
-  for (int c = 0; c < n; ++c) {
+  for (int mt = 0; mt < n * T; ++mt) {
+    const int c = mt % n, m = mt / n;
     int k = 0;
     for (int p : g.preds(c)) {
-      const int e = edge_off[c] + k;
-      if (rank_of(p) != rank_of(c)) {
-        ++out.messages;
-        if (rank_of(p) == me || rank_of(c) == me) {
-          size_t bytes = mopt.payload.bytes ? std::max<size_t>(1, mopt.payload.bytes(c, k)) : 8;
+      const int e = m * E + edge_off[c] + k;
+      if (rank_of(p, m) != rank_of(c, m)) {
+        if (m == 0) ++out.messages;
+        if (rank_of(p, m) == me || rank_of(c, m) == me) {
+          size_t bytes = mopt.payload.bytes ? std::max<size_t>(1, mopt.payload.bytes(mt, k)) : 8;
           run.buf[e].assign(bytes, 0);
           starpu_vector_data_register(&run.handle[e], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(run.buf[e].data()),
                                       static_cast<uint32_t>(bytes), 1);
         }
-        if (rank_of(p) == me) run.out[p].push_back({c, k, e, rank_of(c)});
-        if (rank_of(c) == me) {
-          run.in[c].push_back({k, e});
+        if (rank_of(p, m) == me) run.out[m * n + p].push_back({mt, k, e, rank_of(c, m)});
+        if (rank_of(c, m) == me) {
+          run.in[mt].push_back({k, e});
           ++expected_msgs;
         }
       }
       ++k;
     }
-    if (rank_of(c) == me) ++n_local;
+    if (rank_of(c, m) == me) ++n_local;
   }
 
-  // Tasks of this rank, restricted to their device's worker.
+  // Tasks of this rank, restricted to their slot's worker.
   const bool strict = choice.kind == PolicyChoice::Kind::RrfpFixed || choice.kind == PolicyChoice::Kind::StaticOrder;
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();
   starpu_codelet cl_plain = make_codelet(false, false), cl_grad = make_codelet(true, !strict);
-  std::vector<double> grad(g.spec().stages, 0.0);
-  std::vector<starpu_data_handle_t> grad_h(g.spec().stages, nullptr);
-  for (int s = 0; s < g.spec().stages; ++s)
-    starpu_variable_data_register(&grad_h[s], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&grad[s]), sizeof(double));
+  std::vector<double> grad(S * T, 0.0);
+  std::vector<starpu_data_handle_t> grad_h(S * T, nullptr);
+  for (int i = 0; i < S * T; ++i)
+    starpu_variable_data_register(&grad_h[i], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&grad[i]), sizeof(double));
   std::vector<std::vector<uint32_t>> masks(K);
   for (int i = 0; i < K; ++i) {
     int w = local_worker[i];
     masks[i].assign(w / 32 + 1, 0);
     masks[i][w / 32] |= 1u << (w % 32);
   }
-  std::vector<GraphTaskArg> args(n);
-  std::vector<starpu_task*> tasks(n, nullptr);
-  for (int id = 0; id < n; ++id) {
-    if (rank_of(id) != me) continue;
+  std::vector<GraphTaskArg> args(n * T);
+  std::vector<starpu_task*> tasks(n * T, nullptr);
+  for (int mt = 0; mt < n * T; ++mt) {
+    const int id = mt % n, m = mt / n;
+    if (rank_of(id, m) != me) continue;
     const Task& t = g.task(id);
-    const int li = t.device - me * K;
+    const int li = t.device * T + m - me * K;
     bool wgrad = t.kind == Kind::W || t.kind == Kind::BW;
     starpu_task* st = starpu_task_create();
     st->cl = wgrad ? &cl_grad : &cl_plain;
-    if (wgrad) st->handles[0] = grad_h[t.stage];
-    args[id] = {id, &run};
-    st->cl_arg = &args[id];
+    if (wgrad) st->handles[0] = grad_h[m * S + t.stage];
+    args[mt] = {id, &run, m};
+    st->cl_arg = &args[mt];
     st->destroy = 0;
     st->priority = -hint.rank[id];
     if (choice.kind == PolicyChoice::Kind::StaticOrder) {
@@ -285,30 +353,31 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
       st->workerids = masks[li].data();
       st->workerids_len = static_cast<unsigned>(masks[li].size());
     }
-    tasks[id] = st;
+    tasks[mt] = st;
   }
-  // Dependencies: local tasks directly, other local devices through a
-  // delayed transfer task, other ranks through a transfer task released by
-  // the receive.
+  // Dependencies, member by member: local tasks directly, other local
+  // devices through a delayed transfer task, other ranks through a transfer
+  // task released by the receive.
   std::vector<std::unique_ptr<TransferArg>> xfer_args;
-  std::vector<std::vector<starpu_task*>> xfers_into(n);
+  std::vector<std::vector<starpu_task*>> xfers_into(n * T);
   std::vector<std::pair<int, TransferArg*>> recvs;  // (edge, arg)
   std::unordered_set<starpu_task*> recv_x;          // submitted with their receive
   std::vector<starpu_task*> deps;
-  for (int id = 0; id < n; ++id) {
-    if (!tasks[id]) continue;
+  for (int mt = 0; mt < n * T; ++mt) {
+    if (!tasks[mt]) continue;
+    const int id = mt % n, m = mt / n;
     deps.clear();
     int k = 0;
     for (int p : g.preds(id)) {
       const double delay = opt.link_delay_s ? opt.link_delay_s(id, k) : 0.0;
       if (g.task(p).device == g.task(id).device) {
-        deps.push_back(tasks[p]);
+        deps.push_back(tasks[m * n + p]);
       } else {
         starpu_task* x = starpu_task_create();
         x->cl = nullptr;
         x->destroy = 0;
-        if (rank_of(p) == me) {
-          starpu_task_declare_deps_array(x, 1, &tasks[p]);
+        if (rank_of(p, m) == me) {
+          starpu_task_declare_deps_array(x, 1, &tasks[m * n + p]);
           if (delay > 0) {
             xfer_args.push_back(std::make_unique<TransferArg>(TransferArg{&run, x, delay}));
             starpu_task_end_dep_add(x, 1);
@@ -318,24 +387,60 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
         } else {
           xfer_args.push_back(std::make_unique<TransferArg>(TransferArg{&run, x, delay}));
           starpu_task_end_dep_add(x, 1);
-          recvs.push_back({edge_off[id] + k, xfer_args.back().get()});
+          recvs.push_back({m * E + edge_off[id] + k, xfer_args.back().get()});
           recv_x.insert(x);
         }
-        xfers_into[id].push_back(x);
+        xfers_into[mt].push_back(x);
         deps.push_back(x);
       }
       ++k;
     }
-    if (!deps.empty()) starpu_task_declare_deps_array(tasks[id], static_cast<unsigned>(deps.size()), deps.data());
+    if (!deps.empty()) starpu_task_declare_deps_array(tasks[mt], static_cast<unsigned>(deps.size()), deps.data());
   }
-  for (const auto& v : xfers_into) res.transfers += static_cast<int>(v.size());
+  for (int id = 0; id < n; ++id) res.transfers += static_cast<int>(xfers_into[id].size());
+
+  // Tensor-parallel groups spread over ranks: decision messages from the
+  // leader's rank to its followers' ranks (the policy hands them over in
+  // order, sched/rrfp_policy.hpp). Strict static-order needs none: every
+  // member follows the hint by itself.
+  std::vector<std::unique_ptr<DecisionArg>> dec_args;
+  if (arb && T > 1) {
+    run.dec.resize(D);
+    for (int d = 0; d < D; ++d) {
+      Decisions& dc = run.dec[d];
+      const int leader = (d * T) / K, count = static_cast<int>(hint.order[d].size());
+      std::vector<int> ranks;
+      for (int t = 1; t < T; ++t) {
+        const int r = (d * T + t) / K;
+        if (r != leader && std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+        if (r == me && r != leader) dc.followers.push_back(t);
+      }
+      if (me == leader && !ranks.empty()) {
+        dc.dests = ranks;
+        dc.out.assign(count, -1);
+        dc.out_h.assign(count, nullptr);
+        for (int k = 0; k < count; ++k)
+          starpu_variable_data_register(&dc.out_h[k], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&dc.out[k]),
+                                        sizeof(std::int64_t));
+      }
+      if (!dc.followers.empty()) {
+        dc.in.assign(count, -1);
+        dc.in_h.assign(count, nullptr);
+        dc.got.assign(count, 0);
+        for (int k = 0; k < count; ++k)
+          starpu_variable_data_register(&dc.in_h[k], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&dc.in[k]),
+                                        sizeof(std::int64_t));
+        expected_msgs += count;
+      }
+    }
+  }
 
   if (arb) {
-    // The policy maps every device to a worker; another rank's devices get
-    // a worker id no StarPU worker has here, so nothing ever pops for them.
-    std::vector<int> worker_of_device(D, STARPU_NMAXWORKERS - 1);
-    for (int i = 0; i < K; ++i) worker_of_device[me * K + i] = local_worker[i];
-    policy_attach(PolicyRun{arb.get(), worker_of_device, {&cl_plain, &cl_grad}, n});
+    // The policy maps every slot to a worker; another rank's slots have
+    // none here (kRemoteWorker), so nothing ever pops for them.
+    std::vector<int> worker_of_slot(D * T, kRemoteWorker);
+    for (int i = 0; i < K; ++i) worker_of_slot[me * K + i] = local_worker[i];
+    policy_attach(PolicyRun{arb.get(), worker_of_slot, {&cl_plain, &cl_grad}, n, T});
   }
   auto submit = [&](starpu_task* t, int id) {
     int rc = starpu_task_submit(t);
@@ -345,21 +450,30 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   // before): a message can arrive, and its consumer become ready, at any
   // time from now on, in any order.
   for (auto& [e, a] : recvs) {
-    const int c = std::upper_bound(edge_off.begin(), edge_off.end(), e) - edge_off.begin() - 1;
+    const int m = e / E, c = std::upper_bound(edge_off.begin(), edge_off.end(), e % E) - edge_off.begin() - 1;
     submit(a->task, c);
-    const int src = rank_of(g.preds(c).begin()[e - edge_off[c]]);
+    const int src = rank_of(g.preds(c).begin()[e % E - edge_off[c]], m);
     if (starpu_mpi_irecv_detached(run.handle[e], src, e, MPI_COMM_WORLD, message_received, a) != 0)
       mpi_abort(fmt::format("starpu_mpi_irecv_detached for {} failed", g.label(c)));
   }
+  for (int d = 0; d < static_cast<int>(run.dec.size()); ++d)
+    for (int k = 0; k < static_cast<int>(run.dec[d].in_h.size()); ++k) {
+      dec_args.push_back(std::make_unique<DecisionArg>(DecisionArg{&run, d, k}));
+      if (starpu_mpi_irecv_detached(run.dec[d].in_h[k], (d * T) / K, kDecisionTags + std::int64_t{d} * n + k,
+                                    MPI_COMM_WORLD, decision_received, dec_args.back().get()) != 0)
+        mpi_abort(fmt::format("starpu_mpi_irecv_detached for a decision of device {} failed", d));
+    }
   // No starpu_mpi_barrier here: it waits for every submitted task first, and
   // the transfer tasks above wait for messages. Times share one origin anyway.
   const double t0 = abs_now();
-  for (int id : submit_order) {
-    if (!tasks[id]) continue;
-    for (starpu_task* x : xfers_into[id])
-      if (!recv_x.count(x)) submit(x, id);
-    submit(tasks[id], id);
-  }
+  for (int id : submit_order)
+    for (int m = 0; m < T; ++m) {
+      const int mt = m * n + id;
+      if (!tasks[mt]) continue;
+      for (starpu_task* x : xfers_into[mt])
+        if (!recv_x.count(x)) submit(x, id);
+      submit(tasks[mt], id);
+    }
 
   // Watchdog: any failure or a stall stops every rank.
   {
@@ -394,13 +508,18 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   starpu_task_wait_for_all();
   starpu_mpi_wait_for_all(MPI_COMM_WORLD);  // our sends have left
   if (arb) policy_detach();
-  for (int id = 0; id < n; ++id) {
-    if (tasks[id]) starpu_task_destroy(tasks[id]);
-    for (starpu_task* x : xfers_into[id]) starpu_task_destroy(x);
+  for (int mt = 0; mt < n * T; ++mt) {
+    if (tasks[mt]) starpu_task_destroy(tasks[mt]);
+    for (starpu_task* x : xfers_into[mt]) starpu_task_destroy(x);
   }
   for (auto h : grad_h) starpu_data_unregister(h);
   for (auto h : run.handle)
     if (h) starpu_data_unregister(h);
+  for (Decisions& dc : run.dec) {
+    for (auto h : dc.out_h) starpu_data_unregister(h);
+    for (auto h : dc.in_h) starpu_data_unregister(h);
+  }
+  if (mopt.tp_comm) mopt.tp_comm->close();
   session.reset();
   struct Rec {
     double id, start, end, worker, pos;
@@ -411,12 +530,12 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   MPI_Allreduce(&t0, &t_origin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
   std::vector<Rec> mine;
   mine.reserve(n_local);
-  for (int id = 0; id < n; ++id)
-    if (rank_of(id) == me) {
-      const int w = run.worker[id];
+  for (int mt = 0; mt < n * T; ++mt)
+    if (rank_of(mt % n, mt / n) == me) {
+      const int w = run.worker[mt];
       const int li = w >= 0 && w < static_cast<int>(local_of_worker.size()) ? local_of_worker[w] : -1;
-      mine.push_back({double(id), run.start[id] - t_origin, run.end[id] - t_origin, li >= 0 ? double(me * K + li) : -1.0 - w,
-                      double(run.pos[id])});
+      mine.push_back({double(mt), run.start[mt] - t_origin, run.end[mt] - t_origin,
+                      li >= 0 ? double(me * K + li) : -1.0 - w, double(run.pos[mt])});
     }
   res.inflight_cap.resize(D);
   auto peak = hint.peak_inflight();
@@ -440,22 +559,31 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   res.end_s.assign(n, -1);
   res.worker.assign(n, -1);
   out.task_rank.assign(n, -1);
-  std::vector<int> pos(n, -1);
+  // Global worker id = rank * K + local index = slot (d*T + member); the
+  // leader's records stand for the task, as in execute().
+  std::vector<std::vector<std::pair<int, int>>> by_slot(D * T);  // (position, task)
   for (int r = 0; r < R; ++r)
     for (int i = displs[r]; i < displs[r] + counts[r]; i += 5) {
-      const int id = static_cast<int>(all[i]);
+      const int mt = static_cast<int>(all[i]), id = mt % n, w = static_cast<int>(all[i + 3]);
+      if (w >= 0 && w < D * T) by_slot[w].push_back({static_cast<int>(all[i + 4]), id});
+      if (mt >= n) continue;
       res.start_s[id] = all[i + 1];
       res.end_s[id] = all[i + 2];
-      res.worker[id] = static_cast<int>(all[i + 3]);
-      pos[id] = static_cast<int>(all[i + 4]);
+      res.worker[id] = w;
       out.task_rank[id] = r;
     }
+  for (int slot = 0; slot < D * T; ++slot) {
+    std::sort(by_slot[slot].begin(), by_slot[slot].end());
+    res.member_worker.push_back(slot);
+    res.member_order.emplace_back();
+    for (auto [p, id] : by_slot[slot]) res.member_order.back().push_back(id);
+  }
   res.device_worker.resize(D);
-  for (int d = 0; d < D; ++d) res.device_worker[d] = d;  // global worker id = rank * K + local index = device
   res.order.assign(D, {});
-  for (int id = 0; id < n; ++id)
-    if (res.worker[id] >= 0 && res.worker[id] < D) res.order[res.worker[id]].push_back(id);
-  for (auto& o : res.order) std::sort(o.begin(), o.end(), [&](int a, int b) { return pos[a] < pos[b]; });
+  for (int d = 0; d < D; ++d) {
+    res.device_worker[d] = d * T;
+    res.order[d] = res.member_order[d * T];
+  }
   fill_run_stats(g, res);
   return out;
 }

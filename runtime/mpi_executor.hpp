@@ -17,6 +17,13 @@
 // callback releases it after the edge's link delay. Edges between devices of
 // one rank are transfer tasks as in executor.hpp.
 //
+// Tensor parallelism (ExecOptions::tensor_parallel = T): slot d*T+t (member
+// t of device d) lives on rank slot / devices_per_rank; every edge exists
+// once per member. A leader whose followers are on other ranks sends each
+// of them one decision message per task it starts (the task id; tag by
+// device and position), received early like the edges and handed to the
+// policy in the leader's order (policy_follow).
+//
 // Faults: a body that throws, or no progress on a rank for
 // `stall_timeout_s`, prints "rrfp: rank R: error: ..." and MPI_Abort()s
 // every rank. A rank that dies is noticed by the launcher, which stops the
@@ -41,9 +48,12 @@ struct MpiPayload {
   std::function<void(int consumer, int k, const void* src)> unpack;
 };
 
+class MpiTpComm;
+
 struct MpiOptions {
-  int devices_per_rank = 1;  // devices of the hint = ranks * devices_per_rank
-  MpiPayload payload;
+  int devices_per_rank = 1;  // devices of the hint x tensor-parallel = ranks * devices_per_rank
+  MpiPayload payload;        // with tensor parallelism `consumer` is the member task, member * tasks + id
+  MpiTpComm* tp_comm = nullptr;  // opened and closed around the run (runtime/mpi_tp_comm.hpp)
 };
 
 struct MpiExecResult {

@@ -39,8 +39,11 @@ class TpComm {
   // this process only; each is written by its member's thread).
   const std::vector<std::int64_t>& log(int group, int member) const { return log_[group][member]; }
   void clear_log();
+  // Makes every member's log readable here (multi-rank comms gather them).
+  virtual void sync_logs() {}
 
  protected:
+  std::vector<std::int64_t>& mutable_log(int group, int member) { return log_[group][member]; }
   virtual void do_allreduce(int group, int member, std::int64_t id, float* data, std::size_t n) = 0;
   int members_;
 

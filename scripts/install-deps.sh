@@ -5,7 +5,7 @@ PKGS=(build-essential cmake pkg-config git
       libstarpu-dev libhwloc-dev libopenmpi-dev openmpi-bin
       libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev
-      libtorch-dev)
+      libtorch-dev python3)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
