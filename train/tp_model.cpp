@@ -1,0 +1,156 @@
+#include "train/tp_model.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "graph/pipeline_spec.hpp"
+
+namespace rrfp::train {
+
+namespace {
+
+struct TpContext {
+  TpComm* comm;
+  int group, member, task, next;
+};
+thread_local TpContext* current = nullptr;
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// f: identity forward, all-reduce of the gradient backward.
+struct CopyToMembers : torch::autograd::Function<CopyToMembers> {
+  static torch::Tensor forward(AutogradContext*, torch::Tensor x) { return x.clone(); }
+  static variable_list backward(AutogradContext*, variable_list g) {
+    torch::Tensor t = g[0].contiguous().clone();
+    tp_allreduce(t);
+    return {t};
+  }
+};
+
+// g: all-reduce forward, identity backward.
+struct ReduceFromMembers : torch::autograd::Function<ReduceFromMembers> {
+  static torch::Tensor forward(AutogradContext*, torch::Tensor x) {
+    torch::Tensor t = x.contiguous().clone();
+    tp_allreduce(t);
+    return t;
+  }
+  static variable_list backward(AutogradContext*, variable_list g) { return {g[0]}; }
+};
+
+torch::Tensor tp_block(const BlockParams& b, const torch::Tensor& x, int64_t heads_local, int64_t dh,
+                       const torch::Tensor& masked) {
+  const int64_t B = x.size(0), T = x.size(1), d = x.size(2), dl = heads_local * dh;
+  auto h = CopyToMembers::apply(torch::layer_norm(x, {d}, b.ln1_w, b.ln1_b));
+  auto qkv = torch::linear(h, b.qkv_w, b.qkv_b).view({B, T, 3, heads_local, dh}).permute({2, 0, 3, 1, 4});
+  auto q = qkv[0], k = qkv[1], v = qkv[2];
+  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(dh)));
+  att = att.masked_fill(masked, -std::numeric_limits<float>::infinity());
+  att = torch::softmax(att, -1);
+  auto y = torch::matmul(att, v).transpose(1, 2).reshape({B, T, dl});
+  auto x1 = x + ReduceFromMembers::apply(torch::linear(y, b.proj_w)) + b.proj_b;
+  auto h2 = CopyToMembers::apply(torch::layer_norm(x1, {d}, b.ln2_w, b.ln2_b));
+  auto a = torch::gelu(torch::linear(h2, b.fc1_w, b.fc1_b));
+  return x1 + ReduceFromMembers::apply(torch::linear(a, b.fc2_w)) + b.fc2_b;
+}
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const std::string x(suffix);
+  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+}
+
+}  // namespace
+
+ShardSpec shard_spec(const std::string& n) {
+  if (ends_with(n, "qkv.w") || ends_with(n, "qkv.b")) return {0, true};
+  if (ends_with(n, "fc1.w") || ends_with(n, "fc1.b")) return {0, false};
+  if (ends_with(n, "proj.w") || ends_with(n, "fc2.w")) return {1, false};
+  return {};
+}
+
+torch::Tensor shard_of(const torch::Tensor& full, const ShardSpec& s, int member, int members) {
+  torch::NoGradGuard ng;
+  if (s.dim < 0) return full.detach().clone();
+  if (!s.qkv) return full.detach().chunk(members, s.dim)[member].contiguous();
+  auto thirds = full.detach().chunk(3, 0);
+  std::vector<torch::Tensor> parts;
+  for (auto& t : thirds) parts.push_back(t.chunk(members, 0)[member]);
+  return torch::cat(parts, 0).contiguous();
+}
+
+torch::Tensor unshard(const std::vector<torch::Tensor>& shards, const ShardSpec& s) {
+  torch::NoGradGuard ng;
+  if (s.dim < 0) return shards.at(0).detach().clone();
+  if (!s.qkv) return torch::cat(shards, s.dim);
+  std::vector<torch::Tensor> parts;
+  for (int third = 0; third < 3; ++third)
+    for (const auto& t : shards) parts.push_back(t.detach().chunk(3, 0)[third]);
+  return torch::cat(parts, 0);
+}
+
+GptTpShard::GptTpShard(const GptModel& full, int members, int member)
+    : cfg_(full.config()), T_(members), member_(member) {
+  if (members < 1 || member < 0 || member >= members) throw std::invalid_argument("GptTpShard: bad member");
+  if (cfg_.heads % members != 0 || cfg_.d_model % members != 0)
+    throw SpecError(fmt::format("--tensor-parallel {} must divide the heads ({}) and the width ({})", members,
+                                cfg_.heads, cfg_.d_model));
+  for (const NamedParam& p : full.all_params())
+    params_.push_back({p.name, shard_of(p.t, shard_spec(p.name), member, members).requires_grad_(true)});
+  // Same order as GptModel: tok_emb, pos_emb, 12 per block, lnf.w, lnf.b, head.w, head.b.
+  tok_emb_ = params_[0].t, pos_emb_ = params_[1].t;
+  for (int i = 0; i < cfg_.layers; ++i) {
+    const std::size_t at = 2 + 12 * static_cast<std::size_t>(i);
+    block_param_begin_.push_back(at);
+    auto p = [&](int k) { return params_[at + k].t; };
+    blocks_.push_back({p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8), p(9), p(10), p(11)});
+  }
+  block_param_begin_.push_back(2 + 12 * static_cast<std::size_t>(cfg_.layers));
+  const std::size_t e = params_.size();
+  if (e != block_param_begin_.back() + 4) throw std::logic_error("GptTpShard: unexpected parameter layout");
+  lnf_w_ = params_[e - 4].t, lnf_b_ = params_[e - 3].t, head_w_ = params_[e - 2].t, head_b_ = params_[e - 1].t;
+  causal_mask_ = torch::ones({cfg_.seq_len, cfg_.seq_len}, torch::kBool).triu(1);
+}
+
+std::vector<NamedParam> GptTpShard::stage_params(const StageRange& r, bool first, bool last) const {
+  std::vector<NamedParam> out;
+  if (first) out.insert(out.end(), params_.begin(), params_.begin() + 2);
+  out.insert(out.end(), params_.begin() + block_param_begin_[r.first], params_.begin() + block_param_begin_[r.last]);
+  if (last) out.insert(out.end(), params_.end() - 4, params_.end());
+  return out;
+}
+
+torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
+                                        const Microbatch& mb) const {
+  torch::Tensor x = input;
+  if (first) {
+    const int64_t T = mb.tokens.size(1);
+    x = torch::embedding(tok_emb_, mb.tokens) + pos_emb_.slice(0, 0, T);
+  }
+  const int64_t T = x.size(1), dh = cfg_.d_model / cfg_.heads;
+  auto masked = causal_mask_.slice(0, 0, T).slice(1, 0, T);
+  for (int i = r.first; i < r.last; ++i) x = tp_block(blocks_[i], x, cfg_.heads / T_, dh, masked);
+  if (!last) return x;
+  return torch::linear(torch::layer_norm(x, {cfg_.d_model}, lnf_w_, lnf_b_), head_w_, head_b_);
+}
+
+TpTaskScope::TpTaskScope(TpComm* comm, int group, int member, int task) {
+  current = new TpContext{comm, group, member, task, 0};
+}
+
+TpTaskScope::~TpTaskScope() {
+  delete current;
+  current = nullptr;
+}
+
+void tp_allreduce(torch::Tensor& t) {
+  TpContext* c = current;
+  if (!c) throw std::logic_error("tensor-parallel all-reduce outside a task (no TpTaskScope on this thread)");
+  if (c->next >= 64) throw std::logic_error("more than 64 all-reduces in one task");
+  c->comm->allreduce(c->group, c->member, collective_id(c->task, c->next++), t.data_ptr<float>(),
+                     static_cast<std::size_t>(t.numel()));
+}
+
+}  // namespace rrfp::train

@@ -1,0 +1,73 @@
+// Megatron-style tensor parallelism for gpt-tiny: member t of T holds a
+// shard of every block (attention heads [tH/T, (t+1)H/T), MLP columns
+// [4dt/T, 4d(t+1)/T)) and copies of everything else (norms, embeddings,
+// head, the biases added after a reduction).
+//
+//   h  = LN(x);  h' = f(h)          f: identity forward, all-reduce backward
+//   y  = attention over local heads of h'; z = g(y W_proj,t) + b_proj
+//   g: all-reduce forward, identity backward
+// and likewise for the MLP (fc1 column-parallel, fc2 row-parallel). So F
+// has two all-reduces per block, B two, and W the ones on its path to the
+// norm weights. The collectives go through a TpComm (runtime/tp_comm.hpp);
+// the task body names the task first (TpTaskScope), each all-reduce gets
+// that task's next collective id.
+//
+// Replicated parameters get the same gradient on every member (bitwise:
+// the all-reduces sum in member order), so the members' AdamW steps keep
+// them equal without a further reduction.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/tp_comm.hpp"
+#include "train/model.hpp"
+
+namespace rrfp::train {
+
+// How a full parameter is split over the members.
+struct ShardSpec {
+  int dim = -1;       // -1: replicated
+  bool qkv = false;   // rows are [q; k; v]: split each third along `dim`
+};
+ShardSpec shard_spec(const std::string& param_name);
+torch::Tensor shard_of(const torch::Tensor& full, const ShardSpec& s, int member, int members);
+torch::Tensor unshard(const std::vector<torch::Tensor>& shards, const ShardSpec& s);
+
+// Member `member` of a T-way split of `full` (copies; later changes to
+// `full` are not seen). Parameter names and order are the full model's.
+class GptTpShard : public Model {
+ public:
+  GptTpShard(const GptModel& full, int members, int member);
+  const std::vector<NamedParam>& all_params() const override { return params_; }
+  std::vector<StageRange> partition(int stages) const override { return partition_blocks(cfg_.layers, stages); }
+  std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const override;
+  torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
+                              const Microbatch& mb) const override;
+
+ private:
+  GptConfig cfg_;
+  int T_, member_;
+  torch::Tensor tok_emb_, pos_emb_, lnf_w_, lnf_b_, head_w_, head_b_;
+  std::vector<BlockParams> blocks_;
+  torch::Tensor causal_mask_;
+  std::vector<NamedParam> params_;
+  std::vector<std::size_t> block_param_begin_;
+};
+
+// Set by a task body around one pass of one member: the all-reduces inside
+// it go to `comm`'s group, named after `task`. Thread-local (LibTorch runs
+// a CPU backward on the calling thread).
+class TpTaskScope {
+ public:
+  TpTaskScope(TpComm* comm, int group, int member, int task);
+  ~TpTaskScope();
+  TpTaskScope(const TpTaskScope&) = delete;
+  TpTaskScope& operator=(const TpTaskScope&) = delete;
+};
+
+// Sums `t` (contiguous float) over the current task's group, in place.
+void tp_allreduce(torch::Tensor& t);
+
+}  // namespace rrfp::train
