@@ -43,6 +43,9 @@ void add_train_command(CLI::App& app) {
   c->add_option("--heads", o->gpt.heads, "attention heads")->capture_default_str();
   c->add_option("--seq-len", o->gpt.seq_len, "tokens per sequence (gpt-tiny)")->capture_default_str();
   c->add_option("--enc-layers", o->enc_layers, "vision encoder blocks (mm-tiny)")->capture_default_str();
+  c->add_option("--tensor-parallel", o->tensor_parallel,
+                "gpt-tiny: split each device's stages over T workers (Megatron column/row-parallel blocks)")
+      ->capture_default_str();
   c->add_flag("--quiet", *quiet, "no progress lines");
   c->add_option("--devices-per-rank", o->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();

@@ -15,6 +15,9 @@
 #include "train/pipeline.hpp"
 #include "train/reference.hpp"
 #include "train/tp_model.hpp"
+#include "train/trainer.hpp"
+
+#include <filesystem>
 
 namespace rrfp::train {
 namespace {
@@ -117,6 +120,83 @@ TEST(TrainTensorParallel, RefusesAWidthItCannotSplit) {
   c.heads = 2;
   const GptModel model(c, 1);
   EXPECT_THROW(GptTpShard(model, 4, 0), SpecError);
+}
+
+TrainOptions tp_run(int tp) {
+  TrainOptions o;
+  o.gpt.d_model = 32;
+  o.gpt.heads = 4;
+  o.gpt.layers = 2;
+  o.gpt.seq_len = 16;
+  o.stages = 2;
+  o.microbatches = 4;
+  o.micro_batch_size = 2;
+  o.steps = 6;
+  o.hint = "1f1b";
+  o.deterministic = true;
+  o.tensor_parallel = tp;
+  return o;
+}
+
+std::vector<double> losses_of(const TrainResult& r) {
+  std::vector<double> l;
+  for (const auto& s : r.steps) l.push_back(s.loss);
+  return l;
+}
+
+// rrfp train --tensor-parallel 2: losses follow T = 1 within 1e-5, are
+// bitwise equal across policies (deterministic), and checkpoints hold the
+// full model: a TP = 2 run resumes exactly, and a TP = 1 run can resume it.
+TEST(TrainTensorParallel, TrainingMatchesOneMemberAcrossPoliciesAndResumes) {
+  setenv("STARPU_WORKERS_NOBIND", "1", 1);
+  const auto one = losses_of(train(tp_run(1)));
+  TrainOptions o = tp_run(2);
+  o.policy = "rrfp";
+  const auto two = losses_of(train(o));
+  ASSERT_EQ(two.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(two[i], one[i], 1e-5 * one[i]) << "step " << i + 1;
+  EXPECT_LT(two.back(), two.front());
+  o.policy = "rrfp-fixed";
+  o.hint = "zb-h1";
+  EXPECT_EQ(losses_of(train(o)), two) << "zb-h1 under rrfp-fixed differs from 1f1b under rrfp";
+
+  const auto dir = std::filesystem::temp_directory_path() / "rrfp_tp_resume";
+  std::filesystem::remove_all(dir);
+  o = tp_run(2);
+  o.steps = 3;
+  o.checkpoint_dir = dir.string();
+  train(o);
+  const auto dir1 = dir.string() + "_for_tp1";
+  std::filesystem::remove_all(dir1);
+  std::filesystem::copy(dir, dir1);
+  o.steps = 6;
+  o.resume = true;
+  const auto tail = losses_of(train(o));
+  ASSERT_EQ(tail.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(tail[i], two[3 + i]) << "TP=2 resumed, step " << 4 + i;
+  TrainOptions o1 = tp_run(1);
+  o1.checkpoint_dir = dir1;
+  o1.resume = true;
+  const auto tail1 = losses_of(train(o1));
+  ASSERT_EQ(tail1.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(tail1[i], two[3 + i], 1e-5 * two[3 + i]) << "TP=1 from TP=2, step " << 4 + i;
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir1);
+}
+
+TEST(TrainTensorParallel, BadCombinationsAreRefused) {
+  TrainOptions o = tp_run(2);
+  o.model = "mm-tiny";
+  EXPECT_THROW(train(o), SpecError);
+  o = tp_run(2);
+  o.executor = "replay";
+  EXPECT_THROW(train(o), SpecError);
+  o = tp_run(2);
+  o.gpt.heads = 2;
+  o.tensor_parallel = 4;  // 2 heads over 4 members
+  EXPECT_THROW(train(o), SpecError);
+  o = tp_run(0);
+  EXPECT_THROW(train(o), SpecError);
 }
 
 }  // namespace

@@ -23,7 +23,10 @@ struct MpiTrainPlan {
 
 // `shape` of every message ({b, T, d_model}); `rank` this process's rank.
 // Throws SpecError for hints whose stages live on several devices.
-MpiTrainPlan mpi_train_plan(const Hint& hint, Pipeline& pipe, int devices_per_rank, int rank,
+// With tensor parallelism `pipes` holds one pipeline per member (member t
+// of device d is slot d*T+t, on rank slot / devices_per_rank) and
+// local_stage says whether this rank runs any member of the stage.
+MpiTrainPlan mpi_train_plan(const Hint& hint, const std::vector<Pipeline*>& pipes, int devices_per_rank, int rank,
                             std::vector<std::int64_t> shape);
 
 }  // namespace rrfp::train

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "hints/generators.hpp"
@@ -23,6 +25,8 @@
 #include "train/pipeline.hpp"
 #include "train/reference.hpp"
 #include "train/replay_order.hpp"
+#include "train/tp_model.hpp"
+#include "runtime/mpi_tp_comm.hpp"
 
 namespace rrfp::train {
 
@@ -73,6 +77,11 @@ void check_options(const TrainOptions& o) {
   if (!(o.lr > 0)) throw SpecError("--lr must be positive");
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
     throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
+  positive(o.tensor_parallel, "--tensor-parallel");
+  if (o.tensor_parallel > 1 && o.model != "gpt-tiny")
+    throw SpecError("--tensor-parallel applies to gpt-tiny (mm-tiny has no tensor-parallel blocks)");
+  if (o.tensor_parallel > 1 && o.executor != "starpu")
+    throw SpecError("--tensor-parallel needs the StarPU executor: its members run concurrently");
 }
 
 nlohmann::json gpt_json(const GptConfig& c) {
@@ -134,6 +143,13 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     model_ptr = std::make_unique<GptModel>(o.gpt, o.seed);
   const Model& model = *model_ptr;
   model.partition(P);  // "more stages than blocks" before any work
+  // Tensor parallelism: member t of every device trains shards[t]; member
+  // pipelines[t] holds its passes' state (train/tp_model.hpp).
+  const int TP = o.tensor_parallel;
+  std::vector<std::unique_ptr<GptTpShard>> shards;
+  for (int t = 0; t < TP && TP > 1; ++t)
+    shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model), TP, t));
+  auto member_model = [&](int t) -> const Model& { return TP > 1 ? *shards[t] : model; };
 
   // Data: text windows (gpt-tiny) or drawn images (mm-tiny); either way the
   // sampler's state is the data position.
@@ -153,7 +169,14 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
               : make_microbatches(sampler_text->next(M * b), M, b, o.gpt.seq_len);
   };
 
-  Pipeline pipe(model, P, M, o.deterministic);
+  Pipeline pipe(member_model(0), P, M, o.deterministic);
+  std::vector<std::unique_ptr<Pipeline>> more_pipes;  // members 1..T-1
+  std::vector<Pipeline*> pipes = {&pipe};
+  for (int t = 1; t < TP; ++t) {
+    more_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic));
+    pipes.push_back(more_pipes.back().get());
+  }
+  std::unique_ptr<TpComm> tp_comm;
   // Under mpirun/srun each rank runs its own stages (docs/mpi.md).
   const bool mpi = o.executor == "starpu" && mpi_launched();
   MpiTrainPlan plan;
@@ -163,22 +186,53 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     if (!o.checkpoint_dir.empty() || !o.trace_path.empty())
       throw SpecError("--checkpoint and --trace are not supported across ranks yet");
     mpi_rank = mpi_world().rank;
-    plan = mpi_train_plan(hint, pipe, o.devices_per_rank, mpi_rank, {b, o.gpt.seq_len, o.gpt.d_model});
+    plan = mpi_train_plan(hint, pipes, o.devices_per_rank, mpi_rank, {b, o.gpt.seq_len, o.gpt.d_model});
+    if (TP > 1) {
+      // Every all-reduce is one [b, T, d_model] activation or its gradient.
+      auto c = std::make_unique<MpiTpComm>(hint.devices(), TP, o.devices_per_rank,
+                                           static_cast<std::size_t>(b) * o.gpt.seq_len * o.gpt.d_model, 60.0);
+      plan.mopt.tp_comm = c.get();
+      tp_comm = std::move(c);
+    }
+  } else if (TP > 1) {
+    tp_comm = std::make_unique<LocalTpComm>(hint.devices(), TP, 60.0);
   }
-  std::vector<AdamW> opt;
+  // Whether this process runs member t of model stage s.
+  auto runs_here = [&](int s, int t) {
+    return !mpi || (hint.spec().device_of(s, 0) * TP + t) / o.devices_per_rank == mpi_rank;
+  };
+  std::vector<std::vector<AdamW>> opts(TP);  // per member, per stage
+  std::vector<AdamW>& opt = opts[0];
   std::vector<size_t> stage_begin;  // first global param index of each stage
   {
     AdamWOptions ao;
     ao.lr = o.lr;
-    size_t at = 0;
-    for (int s = 0; s < P; ++s) {
-      std::vector<torch::Tensor> ps;
-      for (const auto& np : pipe.stage(s).params()) ps.push_back(np.t);
-      stage_begin.push_back(at);
-      at += ps.size();
-      opt.emplace_back(ps, ao);
+    for (int t = 0; t < TP; ++t) {
+      size_t at = 0;
+      for (int s = 0; s < P; ++s) {
+        std::vector<torch::Tensor> ps;
+        for (const auto& np : pipes[t]->stage(s).params()) ps.push_back(np.t);
+        if (t == 0) stage_begin.push_back(at);
+        at += ps.size();
+        opts[t].emplace_back(ps, ao);
+      }
     }
   }
+  // Checkpoints hold the full model whatever TP is: members' shards are
+  // gathered on save and split on resume (same file as a TP = 1 run).
+  auto gather = [&](const std::string& name, std::function<torch::Tensor(int member)> member_tensor) {
+    if (TP == 1) return member_tensor(0);
+    std::vector<torch::Tensor> parts;
+    for (int t = 0; t < TP; ++t) parts.push_back(member_tensor(t));
+    return unshard(parts, shard_spec(name));
+  };
+  auto scatter = [&](const Checkpoint& c, const std::string& key, const std::string& name, const torch::Tensor& like,
+                     std::function<torch::Tensor(int member)> member_tensor, const std::string& where) {
+    torch::Tensor full = TP == 1 ? member_tensor(0) : torch::empty(like.sizes(), torch::kFloat32);
+    from_ckpt(c, key, full, where);
+    torch::NoGradGuard ng;
+    for (int t = 0; t < TP && TP > 1; ++t) member_tensor(t).copy_(shard_of(full, shard_spec(name), t, TP));
+  };
 
   TrainResult res;
   res.model_stages = P;
@@ -188,17 +242,19 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     const std::string where = checkpoint_path(o.checkpoint_dir);
     check_identity(ident, c.meta, where);
     try {
-      for (const auto& np : model.all_params()) {
-        torch::Tensor t = np.t;
-        from_ckpt(c, "param/" + np.name, t, where);
-      }
+      const auto& full = model.all_params();
+      for (size_t i = 0; i < full.size(); ++i)
+        scatter(c, "param/" + full[i].name, full[i].name, full[i].t,
+                [&](int t) { return member_model(t).all_params()[i].t; }, where);
       for (int s = 0; s < P; ++s) {
         const auto& ps = pipe.stage(s).params();
         for (size_t i = 0; i < ps.size(); ++i) {
-          from_ckpt(c, "adam_m/" + ps[i].name, opt[s].exp_avg()[i], where);
-          from_ckpt(c, "adam_v/" + ps[i].name, opt[s].exp_avg_sq()[i], where);
+          const torch::Tensor& like = full[stage_begin[s] + i].t;
+          scatter(c, "adam_m/" + ps[i].name, ps[i].name, like, [&](int t) { return opts[t][s].exp_avg()[i]; }, where);
+          scatter(c, "adam_v/" + ps[i].name, ps[i].name, like, [&](int t) { return opts[t][s].exp_avg_sq()[i]; },
+                  where);
         }
-        opt[s].set_steps(c.meta.at("adam_steps").get<std::int64_t>());
+        for (int t = 0; t < TP; ++t) opts[t][s].set_steps(c.meta.at("adam_steps").get<std::int64_t>());
       }
       SamplerState st;
       const auto& rng = c.meta.at("sampler").at("rng");
@@ -223,12 +279,16 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     c.meta["adam_steps"] = opt[0].steps();
     const SamplerState st = sampler_state();
     c.meta["sampler"] = {{"rng", {st.rng[0], st.rng[1], st.rng[2], st.rng[3]}}, {"sequences_drawn", st.sequences_drawn}};
-    for (const auto& np : model.all_params()) c.tensors.push_back(to_ckpt("param/" + np.name, np.t));
+    const auto& full = model.all_params();
+    for (size_t i = 0; i < full.size(); ++i)
+      c.tensors.push_back(
+          to_ckpt("param/" + full[i].name, gather(full[i].name, [&](int t) { return member_model(t).all_params()[i].t; })));
     for (int s = 0; s < P; ++s) {
       const auto& ps = pipe.stage(s).params();
       for (size_t i = 0; i < ps.size(); ++i) {
-        c.tensors.push_back(to_ckpt("adam_m/" + ps[i].name, opt[s].exp_avg()[i]));
-        c.tensors.push_back(to_ckpt("adam_v/" + ps[i].name, opt[s].exp_avg_sq()[i]));
+        c.tensors.push_back(to_ckpt("adam_m/" + ps[i].name, gather(ps[i].name, [&](int t) { return opts[t][s].exp_avg()[i]; })));
+        c.tensors.push_back(
+            to_ckpt("adam_v/" + ps[i].name, gather(ps[i].name, [&](int t) { return opts[t][s].exp_avg_sq()[i]; })));
       }
     }
     save_checkpoint(o.checkpoint_dir, c);
@@ -250,7 +310,8 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     StepRecord rec;
     rec.step = step;
     const auto t0 = Clock::now();
-    std::vector<std::vector<torch::Tensor>> grads(P);
+    std::vector<std::vector<std::vector<torch::Tensor>>> member_grads(TP, std::vector<std::vector<torch::Tensor>>(P));
+    auto& grads = member_grads[0];
     if (o.executor == "plain") {
       ReferenceStep r = reference_step(model, mbs);
       rec.loss = static_cast<float>(r.loss);  // losses are float: %.9g round-trips
@@ -260,20 +321,27 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       }
       rec.peak_activation_per_stage.assign(P, 0);
     } else {
+      for (int t = 1; t < TP; ++t) pipes[t]->begin_step(mbs);
       pipe.begin_step(std::move(mbs));
-      auto body = [&](int id) {
+      // With tensor parallelism the executor calls this once per member,
+      // with member * tasks + id.
+      auto body = [&](int call) {
+        const int id = call % g.size(), member = call / g.size();
         if (fault.hits(g, id, step))
           throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
                                                g.label(id), step));
-        t_start[id] = secs(Clock::now() - t_run);
+        if (member == 0) t_start[id] = secs(Clock::now() - t_run);
         const Task& t = g.task(id);
-        pipe.run(t.kind, t.stage, t.mb);
-        t_end[id] = secs(Clock::now() - t_run);
+        std::optional<TpTaskScope> scope;
+        if (TP > 1) scope.emplace(tp_comm.get(), t.device, member, id);
+        pipes[member]->run(t.kind, t.stage, t.mb);
+        if (member == 0) t_end[id] = secs(Clock::now() - t_run);
       };
       if (o.executor == "starpu") {
 #ifdef RRFP_TRAIN_HAVE_EXECUTOR
         ExecOptions eo;
         eo.policy = o.policy;
+        eo.tensor_parallel = TP;
         const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
         res.policy = r.policy;
         double busy = 0;
@@ -288,16 +356,18 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       }
       rec.loss = static_cast<float>(pipe.loss());
       if (mpi) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
-      for (int s = 0; s < P; ++s)
-        if (!mpi || plan.local_stage[s]) grads[s] = pipe.stage_grads(s);
+      for (int t = 0; t < TP; ++t)
+        for (int s = 0; s < P; ++s)
+          if (runs_here(s, t)) member_grads[t][s] = pipes[t]->stage_grads(s);
       rec.peak_activation_per_stage = pipe.peak_activation_bytes();
       if (!o.trace_path.empty())
         for (int id = 0; id < g.size(); ++id)
           trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
     }
     // The optimizer step ends the iteration, stage by stage.
-    for (int s = 0; s < P; ++s)
-      if (!mpi || plan.local_stage[s]) opt[s].step(grads[s]);
+    for (int t = 0; t < TP; ++t)
+      for (int s = 0; s < P; ++s)
+        if (runs_here(s, t)) opts[t][s].step(member_grads[t][s]);
     rec.step_s = secs(Clock::now() - t0);
     rec.tokens_per_s = rec.step_s > 0 ? tokens / rec.step_s : 0;
     for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
@@ -329,6 +399,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
                         {"microbatches", M},
                         {"micro_batch_size", b},
                         {"deterministic", o.deterministic},
+                        {"tensor_parallel", TP},
                         {"grad_buffer_bytes", res.grad_buffer_bytes},
                         {"steps", steps}};
     std::ofstream out(o.json_path);

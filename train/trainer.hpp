@@ -37,6 +37,7 @@ struct TrainOptions {
   std::string executor = "starpu";
   std::string policy;        // "" = STARPU_SCHED
   int devices_per_rank = 1;  // under mpirun/srun: devices of each rank (docs/mpi.md)
+  int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
 };
 
 struct StepRecord {
