@@ -183,8 +183,6 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   int mpi_rank = 0;
   if (mpi) {
     if (mm) throw SpecError("multi-rank training supports gpt-tiny only");
-    if (!o.checkpoint_dir.empty() || !o.trace_path.empty())
-      throw SpecError("--checkpoint and --trace are not supported across ranks yet");
     mpi_rank = mpi_world().rank;
     plan = mpi_train_plan(hint, pipes, o.devices_per_rank, mpi_rank, {b, o.gpt.seq_len, o.gpt.d_model});
     if (TP > 1) {
@@ -271,6 +269,25 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   }
 
   auto save = [&](int step) {
+    if (mpi) {
+      // Each rank updated only its own stages (and members): their owners
+      // broadcast parameters and AdamW moments, so every rank holds the
+      // whole state and rank 0 writes it (MPI between steps only).
+      for (int s = 0; s < P; ++s)
+        for (int t = 0; t < TP; ++t) {
+          const int owner = (hint.spec().device_of(s, 0) * TP + t) / o.devices_per_rank;
+          auto bcast = [&](const torch::Tensor& x) {
+            mpi_broadcast(x.data_ptr<float>(), static_cast<int>(x.numel() * sizeof(float)), owner);
+          };
+          const auto& ps = pipes[t]->stage(s).params();
+          for (size_t i = 0; i < ps.size(); ++i) {
+            bcast(ps[i].t);
+            bcast(opts[t][s].exp_avg()[i]);
+            bcast(opts[t][s].exp_avg_sq()[i]);
+          }
+        }
+      if (mpi_rank != 0) return;
+    }
     Checkpoint c;
     c.meta = ident;
     c.meta["format"] = "rrfp-train";
@@ -344,6 +361,11 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
         eo.tensor_parallel = TP;
         const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
         res.policy = r.policy;
+        if (mpi && !o.trace_path.empty()) {
+          // The merged records of every rank, on one time origin.
+          const double off = secs(Clock::now() - t_run) - r.wall_s;
+          for (int id = 0; id < g.size(); ++id) t_start[id] = off + r.start_s[id], t_end[id] = off + r.end_s[id];
+        }
         double busy = 0;
         for (double x : r.busy_s) busy += x;
         rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
@@ -379,7 +401,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   }
   res.grad_buffer_bytes = o.executor == "plain" ? 0 : pipe.grad_buffer_bytes();
 
-  if (!o.trace_path.empty()) write_chrome_trace(trace, o.trace_path);
+  if (!o.trace_path.empty() && mpi_rank == 0) write_chrome_trace(trace, o.trace_path);
   if (!o.json_path.empty() && mpi_rank == 0) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& r : res.steps)
