@@ -182,9 +182,11 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   MpiTrainPlan plan;
   int mpi_rank = 0;
   if (mpi) {
-    if (mm) throw SpecError("multi-rank training supports gpt-tiny only");
     mpi_rank = mpi_world().rank;
-    plan = mpi_train_plan(hint, pipes, o.devices_per_rank, mpi_rank, {b, o.gpt.seq_len, o.gpt.d_model});
+    // Every message is one [b, positions, d_model] activation or gradient
+    // (mm-tiny: the encoder hands over its prefix and the caption, a fixed size).
+    const std::int64_t positions = mm ? kPrefix + kCaption : o.gpt.seq_len;
+    plan = mpi_train_plan(hint, pipes, o.devices_per_rank, mpi_rank, {b, positions, o.gpt.d_model});
     if (TP > 1) {
       // Every all-reduce is one [b, T, d_model] activation or its gradient.
       auto c = std::make_unique<MpiTpComm>(hint.devices(), TP, o.devices_per_rank,

@@ -1,11 +1,11 @@
 #!/bin/sh
 # `mpirun -np R rrfp train --deterministic` gives the same losses, bit for
 # bit, as the same configuration in one process.
-# Usage: train_check.sh MPIRUN RRFP RANKS STAGES HINT POLICY [STEPS] [TENSOR_PARALLEL]
-mpirun=$1 rrfp=$2 np=$3 stages=$4 hint=$5 policy=$6 steps=${7:-10} tp=${8:-1}
+# Usage: train_check.sh MPIRUN RRFP RANKS STAGES HINT POLICY [STEPS] [TENSOR_PARALLEL] [MODEL]
+mpirun=$1 rrfp=$2 np=$3 stages=$4 hint=$5 policy=$6 steps=${7:-10} tp=${8:-1} model=${9:-gpt-tiny}
 dir=$(mktemp -d)
 k=$((stages * tp / np))
-args="train --quiet --stages $stages --hint $hint --steps $steps --microbatches 4 --deterministic --tensor-parallel $tp"
+args="train --quiet --stages $stages --hint $hint --steps $steps --microbatches 4 --deterministic --tensor-parallel $tp --model $model"
 STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
 "$mpirun" --oversubscribe -np "$np" -x STARPU_SCHED="$policy" "$rrfp" $args --devices-per-rank "$k" \
   --json "$dir/mpi.json" || exit 1
