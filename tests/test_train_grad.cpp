@@ -15,6 +15,7 @@
 #include "train/data.hpp"
 #include "train/mm_model.hpp"
 #include "train/pipeline.hpp"
+#include "tests/train_helpers.hpp"
 #include "train/reference.hpp"
 #if __has_include("runtime/executor.hpp")
 #include "runtime/executor.hpp"
@@ -31,12 +32,6 @@ GptConfig tiny_config() {
   c.layers = 8;  // interleaved-1f1b at S=4 with 2 chunks needs 8 model stages
   c.seq_len = 8;
   return c;
-}
-
-std::vector<Microbatch> tiny_batch(const GptConfig& c, int M, int b, std::uint64_t seed) {
-  auto text = std::make_shared<const std::string>(generate_corpus(seed, 4096));
-  Sampler smp(text, c.seq_len, seed);
-  return make_microbatches(smp.next(M * b), M, b, c.seq_len);
 }
 
 // Tasks sorted by their start time in a unit-cost strict replay of the hint:
@@ -97,7 +92,7 @@ void check_all_hints(const std::string& policy) {
   int ran = 0;
   std::vector<std::string> skipped;
   for (int M : {1, 4, 8}) {
-    const auto mbs = tiny_batch(cfg, M, 2, 100 + M);
+    const auto mbs = testing::corpus_batch(cfg, M, 2, 100 + M);
     const ReferenceStep ref = reference_step(model, mbs);
     // Deterministic-mode results of every hint at this M must agree bitwise.
     std::map<std::string, torch::Tensor> det_first;
@@ -185,7 +180,7 @@ TEST(TrainGrad, PassOrderViolationIsAnError) {
   const GptConfig cfg = tiny_config();
   const GptModel model(cfg, 1);
   Pipeline p(model, 2, 1, false);
-  p.begin_step(tiny_batch(cfg, 1, 2, 3));
+  p.begin_step(testing::corpus_batch(cfg, 1, 2, 3));
   EXPECT_THROW(p.run(Kind::F, 1, 0), std::logic_error);
   EXPECT_THROW(p.run(Kind::BW, 0, 0), std::logic_error);
 }
@@ -194,7 +189,7 @@ TEST(TrainGrad, OneFOneBHoldsLessActivationThanGPipe) {
   const GptConfig cfg = tiny_config();
   const GptModel model(cfg, 3);
   const int S = 2, M = 8;
-  const auto mbs = tiny_batch(cfg, M, 2, 5);
+  const auto mbs = testing::corpus_batch(cfg, M, 2, 5);
   auto peak0 = [&](const std::string& name) {
     HintParams hp;
     hp.stages = S;

@@ -13,6 +13,7 @@
 #include "runtime/tp_comm.hpp"
 #include "train/data.hpp"
 #include "train/pipeline.hpp"
+#include "tests/train_helpers.hpp"
 #include "train/reference.hpp"
 #include "train/tp_model.hpp"
 #include "train/trainer.hpp"
@@ -29,12 +30,6 @@ GptConfig tp_config() {
   c.layers = 4;
   c.seq_len = 8;
   return c;
-}
-
-std::vector<Microbatch> batch(const GptConfig& c, int M, int b, std::uint64_t seed) {
-  auto text = std::make_shared<const std::string>(generate_corpus(seed, 4096));
-  Sampler smp(text, c.seq_len, seed);
-  return make_microbatches(smp.next(M * b), M, b, c.seq_len);
 }
 
 TEST(TrainTensorParallel, ShardingRoundTrips) {
@@ -65,7 +60,7 @@ TEST(TrainTensorParallel, GradientsMatchOneMember) {
           const TaskGraph& g = *h.graph;
           const int n = g.size();
           SCOPED_TRACE(fmt::format("{} {} S={} M={}", policy, hint, S, M));
-          const auto mbs = batch(cfg, M, 2, 40 + M);
+          const auto mbs = testing::corpus_batch(cfg, M, 2, 40 + M);
           const ReferenceStep ref = reference_step(model, mbs);
 
           std::vector<std::unique_ptr<GptTpShard>> shards;

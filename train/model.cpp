@@ -37,16 +37,22 @@ BlockParams ParamFactory::block(int64_t d, int layers_for_scaling, const std::st
   return b;
 }
 
-torch::Tensor transformer_block(const BlockParams& b, const torch::Tensor& x, int64_t H,
-                                const torch::Tensor& masked) {
-  const int64_t B = x.size(0), T = x.size(1), d = x.size(2), dh = d / H;
-  auto h = torch::layer_norm(x, {d}, b.ln1_w, b.ln1_b);
-  auto qkv = torch::linear(h, b.qkv_w, b.qkv_b).view({B, T, 3, H, dh}).permute({2, 0, 3, 1, 4});
+torch::Tensor self_attention(const torch::Tensor& h, const torch::Tensor& qkv_w, const torch::Tensor& qkv_b,
+                             int64_t heads, int64_t dh, const torch::Tensor& masked) {
+  const int64_t B = h.size(0), T = h.size(1);
+  auto qkv = torch::linear(h, qkv_w, qkv_b).view({B, T, 3, heads, dh}).permute({2, 0, 3, 1, 4});
   auto q = qkv[0], k = qkv[1], v = qkv[2];
   auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(dh)));
   att = att.masked_fill(masked, -std::numeric_limits<float>::infinity());
   att = torch::softmax(att, -1);
-  auto y = torch::matmul(att, v).transpose(1, 2).reshape({B, T, d});
+  return torch::matmul(att, v).transpose(1, 2).reshape({B, T, heads * dh});
+}
+
+torch::Tensor transformer_block(const BlockParams& b, const torch::Tensor& x, int64_t H,
+                                const torch::Tensor& masked) {
+  const int64_t d = x.size(2);
+  auto h = torch::layer_norm(x, {d}, b.ln1_w, b.ln1_b);
+  auto y = self_attention(h, b.qkv_w, b.qkv_b, H, d / H, masked);
   auto x1 = x + torch::linear(y, b.proj_w, b.proj_b);
   auto h2 = torch::layer_norm(x1, {d}, b.ln2_w, b.ln2_b);
   return x1 + torch::linear(torch::gelu(torch::linear(h2, b.fc1_w, b.fc1_b)), b.fc2_w, b.fc2_b);

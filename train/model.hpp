@@ -66,6 +66,11 @@ class ParamFactory {
   at::Generator gen_;
 };
 
+// Multi-head attention of h [b, T, d_in] with `heads` heads of width dh
+// (q, k, v rows stacked in qkv_w); -> [b, T, heads * dh].
+torch::Tensor self_attention(const torch::Tensor& h, const torch::Tensor& qkv_w, const torch::Tensor& qkv_b,
+                             int64_t heads, int64_t dh, const torch::Tensor& masked);
+
 // Pre-norm transformer block; `masked` (broadcast to [b, H, T, T]) marks the
 // attention scores to drop (causal and/or padding).
 torch::Tensor transformer_block(const BlockParams& b, const torch::Tensor& x, int64_t heads,

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include "graph/pipeline_spec.hpp"
@@ -43,14 +41,9 @@ struct ReduceFromMembers : torch::autograd::Function<ReduceFromMembers> {
 
 torch::Tensor tp_block(const BlockParams& b, const torch::Tensor& x, int64_t heads_local, int64_t dh,
                        const torch::Tensor& masked) {
-  const int64_t B = x.size(0), T = x.size(1), d = x.size(2), dl = heads_local * dh;
+  const int64_t d = x.size(2);
   auto h = CopyToMembers::apply(torch::layer_norm(x, {d}, b.ln1_w, b.ln1_b));
-  auto qkv = torch::linear(h, b.qkv_w, b.qkv_b).view({B, T, 3, heads_local, dh}).permute({2, 0, 3, 1, 4});
-  auto q = qkv[0], k = qkv[1], v = qkv[2];
-  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(dh)));
-  att = att.masked_fill(masked, -std::numeric_limits<float>::infinity());
-  att = torch::softmax(att, -1);
-  auto y = torch::matmul(att, v).transpose(1, 2).reshape({B, T, dl});
+  auto y = self_attention(h, b.qkv_w, b.qkv_b, heads_local, dh, masked);  // local heads only
   auto x1 = x + ReduceFromMembers::apply(torch::linear(y, b.proj_w)) + b.proj_b;
   auto h2 = CopyToMembers::apply(torch::layer_norm(x1, {d}, b.ln2_w, b.ln2_b));
   auto a = torch::gelu(torch::linear(h2, b.fc1_w, b.fc1_b));

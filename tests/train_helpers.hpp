@@ -1,0 +1,20 @@
+// Shared by the training tests: a small deterministic batch of gpt-tiny
+// microbatches drawn from the generated corpus.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/data.hpp"
+#include "train/pipeline.hpp"
+
+namespace rrfp::train::testing {
+
+inline std::vector<Microbatch> corpus_batch(const GptConfig& c, int M, int b, std::uint64_t seed) {
+  auto text = std::make_shared<const std::string>(generate_corpus(seed, 4096));
+  Sampler smp(text, c.seq_len, seed);
+  return make_microbatches(smp.next(M * b), M, b, c.seq_len);
+}
+
+}  // namespace rrfp::train::testing
