@@ -37,6 +37,7 @@ struct OutEdge {
 struct Run {
   const TaskGraph* g = nullptr;
   const std::function<void(int)>* body = nullptr;
+  const std::function<void(int)>* epilogue = nullptr;  // per stage, may be null
   const MpiPayload* payload = nullptr;
   std::vector<std::vector<OutEdge>> out;             // per task: its cross-rank out-edges
   std::vector<std::vector<std::pair<int, int>>> in;  // per task: (k, edge) of its cross-rank inputs
@@ -44,6 +45,8 @@ struct Run {
   std::vector<starpu_data_handle_t> handle;          // per edge touching this rank
   std::vector<double> start, end;                    // absolute steady-clock seconds
   std::vector<int> worker, pos;
+  std::vector<double> epi_start, epi_end;  // per stage, absolute
+  std::vector<int> epi_worker;
   std::vector<std::vector<int>> by_worker;  // each written only by its worker thread
   std::atomic<int> done{0}, running{0}, received{0};
   std::mutex m;
@@ -111,6 +114,32 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   r->cv.notify_all();
 }
 
+struct EpilogueArg {
+  int stage;
+  Run* run;
+};
+
+// After every W/BW of a local stage (plain RW on its gradient handle).
+void epilogue_body(void** /*buffers*/, void* cl_arg) {
+  auto* a = static_cast<EpilogueArg*>(cl_arg);
+  Run* r = a->run;
+  const int s = a->stage;
+  r->epi_worker[s] = starpu_worker_get_id();
+  r->running.fetch_add(1);
+  r->epi_start[s] = abs_now();
+  try {
+    (*r->epilogue)(s);
+  } catch (const std::exception& e) {
+    r->fail(fmt::format("epilogue of stage {} failed: {}", s, e.what()));
+  } catch (...) {
+    r->fail(fmt::format("epilogue of stage {} failed with a non-standard exception", s));
+  }
+  r->epi_end[s] = abs_now();
+  r->running.fetch_sub(1);
+  r->done.fetch_add(1);
+  r->cv.notify_all();
+}
+
 // A same-rank transfer's producer is done: the link delay starts now.
 void transfer_started(void* arg) {
   auto* t = static_cast<TransferArg*>(arg);
@@ -133,6 +162,17 @@ starpu_codelet make_codelet(bool grad, bool commute) {
   cl.nbuffers = grad ? 1 : 0;
   if (grad) cl.modes[0] = commute ? static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE) : STARPU_RW;
   cl.name = grad ? "rrfp_mpi_wgrad" : "rrfp_mpi_task";
+  return cl;
+}
+
+starpu_codelet make_epilogue_codelet() {
+  starpu_codelet cl;
+  starpu_codelet_init(&cl);
+  cl.where = STARPU_CPU;
+  cl.cpu_funcs[0] = epilogue_body;
+  cl.nbuffers = 1;
+  cl.modes[0] = STARPU_RW;  // after every RW|COMMUTE access of the stage's W/BW tasks
+  cl.name = "rrfp_mpi_epilogue";
   return cl;
 }
 
@@ -330,6 +370,37 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   }
   for (const auto& v : xfers_into) res.transfers += static_cast<int>(v.size());
 
+  // Epilogues of this rank's stages (as in executor.cpp): after the stage's
+  // W/BW tasks by implicit data dependencies, on the stage's device worker.
+  const int P = g.spec().stages;
+  run.epilogue = opt.stage_epilogue ? &opt.stage_epilogue : nullptr;
+  run.epi_start.assign(P, -1);
+  run.epi_end.assign(P, -1);
+  run.epi_worker.assign(P, -1);
+  starpu_codelet cl_epi = make_epilogue_codelet();
+  std::vector<EpilogueArg> epi_args;
+  std::vector<starpu_task*> epi_tasks;
+  if (run.epilogue)
+    for (int s = 0; s < P; ++s)
+      if (g.spec().device_of(s, 0) / K == me) epi_args.push_back({s, &run});
+  for (const EpilogueArg& ea : epi_args) {
+    const int li = g.spec().device_of(ea.stage, 0) - me * K;
+    starpu_task* st = starpu_task_create();
+    st->cl = &cl_epi;
+    st->handles[0] = grad_h[ea.stage];
+    st->cl_arg = const_cast<EpilogueArg*>(&ea);
+    st->destroy = 0;
+    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
+      st->execute_on_a_specific_worker = 1;
+      st->workerid = local_worker[li];
+    } else {
+      st->workerids = masks[li].data();
+      st->workerids_len = static_cast<unsigned>(masks[li].size());
+    }
+    epi_tasks.push_back(st);
+  }
+  n_local += static_cast<int>(epi_tasks.size());
+
   if (arb) {
     // The policy maps every device to a worker; another rank's devices get
     // a worker id no StarPU worker has here, so nothing ever pops for them.
@@ -360,6 +431,8 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
       if (!recv_x.count(x)) submit(x, id);
     submit(tasks[id], id);
   }
+  for (starpu_task* t : epi_tasks)
+    if (starpu_task_submit(t) != 0) mpi_abort("starpu_task_submit(epilogue) failed");
 
   // Watchdog: any failure or a stall stops every rank.
   {
@@ -398,6 +471,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     if (tasks[id]) starpu_task_destroy(tasks[id]);
     for (starpu_task* x : xfers_into[id]) starpu_task_destroy(x);
   }
+  for (starpu_task* t : epi_tasks) starpu_task_destroy(t);
   for (auto h : grad_h) starpu_data_unregister(h);
   for (auto h : run.handle)
     if (h) starpu_data_unregister(h);
@@ -450,6 +524,19 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
       pos[id] = static_cast<int>(all[i + 4]);
       out.task_rank[id] = r;
     }
+  if (run.epilogue) {  // this rank's stages only (global worker ids, as for tasks)
+    res.epilogue_worker.assign(P, -1);
+    res.epilogue_start_s.assign(P, -1);
+    res.epilogue_end_s.assign(P, -1);
+    for (int s = 0; s < P; ++s) {
+      const int w = run.epi_worker[s];
+      if (w < 0) continue;
+      const int li = w < static_cast<int>(local_of_worker.size()) ? local_of_worker[w] : -1;
+      res.epilogue_worker[s] = li >= 0 ? me * K + li : -1 - w;
+      res.epilogue_start_s[s] = run.epi_start[s] - t_origin;
+      res.epilogue_end_s[s] = run.epi_end[s] - t_origin;
+    }
+  }
   res.device_worker.resize(D);
   for (int d = 0; d < D; ++d) res.device_worker[d] = d;  // global worker id = rank * K + local index = device
   res.order.assign(D, {});

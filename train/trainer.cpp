@@ -33,7 +33,8 @@ double secs(Clock::duration d) { return std::chrono::duration<double>(d).count()
 
 // RRFP_FAIL_TASK=1B0 makes that task throw (RRFP_FAIL_STEP=k: only at step
 // k), to test that a failing pass stops the run cleanly. Both the PyTorch
-// cell label (1I0 = B, 1B0 = BW) and kind names (1B0 = B, 1BW0) match.
+// cell label (1I0 = B, 1B0 = BW) and kind names (1B0 = B, 1BW0) match;
+// opt<s> (e.g. opt1) makes stage s's optimizer step throw.
 struct Fault {
   std::string task;
   int step = -1;
@@ -47,6 +48,10 @@ struct Fault {
     if (task.empty() || (step_set() && step != this->step)) return false;
     const Task& t = g.task(id);
     return g.label(id) == task || fmt::format("{}{}{}", t.stage, kind_name(t.kind), t.mb) == task;
+  }
+  bool hits_optimizer(int stage, int step) const {
+    if (task.empty() || (step_set() && step != this->step)) return false;
+    return task == fmt::format("opt{}", stage);
   }
   bool step_set() const { return step >= 0; }
 };
@@ -251,6 +256,14 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     rec.step = step;
     const auto t0 = Clock::now();
     std::vector<std::vector<torch::Tensor>> grads(P);
+    bool stepped = false;  // the optimizer steps ran as StarPU tasks
+    rec.optimizer_device.assign(P, -1);
+    auto optimizer_step = [&](int s, const std::vector<torch::Tensor>& gr) {
+      if (fault.hits_optimizer(s, step))
+        throw std::runtime_error(fmt::format("injected failure in the optimizer step of stage {} at step {} "
+                                             "(RRFP_FAIL_TASK)", s, step));
+      opt[s].step(gr);
+    };
     if (o.executor == "plain") {
       ReferenceStep r = reference_step(model, mbs);
       rec.loss = static_cast<float>(r.loss);  // losses are float: %.9g round-trips
@@ -274,8 +287,19 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
 #ifdef RRFP_TRAIN_HAVE_EXECUTOR
         ExecOptions eo;
         eo.policy = o.policy;
+        // Each stage's AdamW step is a StarPU task on the stage's device,
+        // after all of its W/BW tasks (deterministic mode: the microbatch
+        // gradients are summed in order there too).
+        eo.stage_epilogue = [&](int s) {
+          one_intra_op_thread();
+          optimizer_step(s, pipe.stage_grads(s));
+        };
         const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
         res.policy = r.policy;
+        stepped = true;
+        for (int s = 0; s < P && s < static_cast<int>(r.epilogue_worker.size()); ++s)
+          for (int d = 0; d < r.devices; ++d)
+            if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
         double busy = 0;
         for (double x : r.busy_s) busy += x;
         rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
@@ -288,16 +312,17 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       }
       rec.loss = static_cast<float>(pipe.loss());
       if (mpi) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
-      for (int s = 0; s < P; ++s)
-        if (!mpi || plan.local_stage[s]) grads[s] = pipe.stage_grads(s);
+      if (!stepped)
+        for (int s = 0; s < P; ++s) grads[s] = pipe.stage_grads(s);
       rec.peak_activation_per_stage = pipe.peak_activation_bytes();
       if (!o.trace_path.empty())
         for (int id = 0; id < g.size(); ++id)
           trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
     }
-    // The optimizer step ends the iteration, stage by stage.
-    for (int s = 0; s < P; ++s)
-      if (!mpi || plan.local_stage[s]) opt[s].step(grads[s]);
+    // Without StarPU (plain loop, replay) the optimizer step ends the
+    // iteration on this thread, stage by stage.
+    if (!stepped)
+      for (int s = 0; s < P; ++s) optimizer_step(s, grads[s]);
     rec.step_s = secs(Clock::now() - t0);
     rec.tokens_per_s = rec.step_s > 0 ? tokens / rec.step_s : 0;
     for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);

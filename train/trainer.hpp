@@ -47,6 +47,10 @@ struct StepRecord {
   double bubble_ratio = 0;                // measured idle share of the devices
   std::int64_t peak_activation_bytes = 0; // max over stages
   std::vector<std::int64_t> peak_activation_per_stage;
+  // Per model stage: the device whose StarPU worker ran the stage's
+  // optimizer step (an epilogue task), or -1 where the main thread ran it
+  // (replay and plain executors) or another rank did.
+  std::vector<int> optimizer_device;
 };
 
 struct TrainResult {
