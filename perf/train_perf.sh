@@ -17,8 +17,8 @@ STEPS=${2:-8}
 ROUNDS=${3:-3}
 OUT=$(mktemp -d)
 export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
-COMMON="train --quiet --steps $STEPS --microbatches 8 --micro-batch-size 4 --deterministic"
-run() { local name=$1; shift; "$RRFP" $COMMON --json "$OUT/$name.json" "$@" 2>/dev/null; }
+COMMON="train --quiet --microbatches 8 --micro-batch-size 4 --deterministic"
+run() { local name=$1; shift; "$RRFP" $COMMON --steps "${N:-$STEPS}" --json "$OUT/$name.json" "$@" 2>/dev/null; }
 capacity() {
   python3 - <<'PY'
 import subprocess, sys, time
@@ -28,27 +28,38 @@ def wall(n):
     for p in ps: p.wait()
     return time.time() - t
 one = min(wall(1) for _ in range(2)); two = wall(2)
-print(f"{2 * one / two:.2f}")
+# Each CPU alone too (taskset): a CPU whose host core is shared runs slower.
+try:
+    per = []
+    for c in range(2):
+        t = time.time(); subprocess.run(["taskset", "-c", str(c)] + spin, check=True); per.append(time.time() - t)
+    speeds = "/".join(f"{min(per) / x:.2f}" for x in per)
+except Exception:
+    speeds = "?"
+print(f"{2 * one / two:.2f} (per-CPU speed {speeds})")
 PY
 }
-CAP0=$(capacity)
+CAP0=$(capacity | tr ' ' '_')
 NICE0=$(awk '/^cpu /{print $3}' /proc/stat); T0=$(date +%s.%N)
 for r in $(seq "$ROUNDS"); do
   run "plain$r" --stages 1 --hint 1f1b --executor plain
   run "s1$r"    --stages 1 --hint 1f1b
   run "s2$r"    --stages 2 --hint 1f1b
+  run "g1$r"    --stages 1 --hint gpipe  # for information: the schedule's footprint at S=1
 done
 NICE1=$(awk '/^cpu /{print $3}' /proc/stat); T1=$(date +%s.%N)
 OTHER=$(python3 -c "import os; print(f'{($NICE1 - $NICE0) / os.sysconf(\"SC_CLK_TCK\") / ($T1 - $T0):.2f}')")
-run gpipe2 --stages 2 --hint gpipe --steps 2
-CAP1=$(capacity)
+N=2 run gpipe2 --stages 2 --hint gpipe  # memory only
+CAP1=$(capacity | tr ' ' '_')
 python3 - "$OUT" "$ROUNDS" "$CAP0" "$CAP1" "$OTHER" <<'PY'
 import json, statistics, sys
-d, R, cap0, cap1, other = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+d, R, other = sys.argv[1], int(sys.argv[2]), sys.argv[5]
+cap0, cap1 = sys.argv[3].replace("_", " "), sys.argv[4].replace("_", " ")
 def load(n): return json.load(open(f"{d}/{n}.json"))
 def med(n):  # median step time over steps after the first (warm-up)
     return statistics.median(s["step_s"] for s in load(n)["steps"][1:])
 rounds = [(med(f"plain{r}"), med(f"s1{r}"), med(f"s2{r}")) for r in range(1, R + 1)]
+g1 = [med(f"g1{r}") / med(f"plain{r}") for r in range(1, R + 1)]
 over = [s1 / p for p, s1, _ in rounds]
 speed = [s1 / s2 for _, s1, s2 in rounds]
 m = lambda xs: statistics.median(xs)
@@ -57,11 +68,22 @@ f0 = max(s["peak_activation_bytes_per_stage"][0] for s in load("s21")["steps"])
 same = all([s["loss"] for s in load(f"plain{r}")["steps"]] == [s["loss"] for s in load(f"s2{r}")["steps"]]
            for r in range(1, R + 1))
 fmt = lambda xs: " ".join(f"{x:.3f}" for x in xs)
-print(f"machine parallel capacity (cores, before/after): {cap0} / {cap1};  other users' niced CPU during the rounds: {other} cores")
+print(f"machine parallel capacity, cores (before / after): {cap0} / {cap1}")
+print(f"other users' niced CPU during the rounds: {other} cores")
 print(f"step time (median of rounds)  plain {m([r[0] for r in rounds])*1e3:.1f} ms  "
       f"S=1 {m([r[1] for r in rounds])*1e3:.1f} ms  S=2 {m([r[2] for r in rounds])*1e3:.1f} ms")
 print(f"S=1 overhead (runtime / plain loop):   {m(over):.3f}  (target <= 1.05)  rounds: {fmt(over)}")
+print(f"  (S=1 with the gpipe hint / plain:    {m(g1):.3f}  rounds: {fmt(g1)}; all 8 microbatches in flight)")
 print(f"S=2 / S=1 tokens/s:                    {m(speed):.3f}  (target >= 1.6)   rounds: {fmt(speed)}")
+# Decomposition of S=2 / S=1 = (S=1 pass time / S=2 pass time, summed over
+# devices: how much slower the passes run two at a time on this machine) x
+# (S=2 parallelism: pass time summed over devices / step time; ideal for 1F1B,
+# M=8, S=2 with equal stages 2 x 8/9 = 1.78).
+def medk(n, key): return statistics.median(s[key] for s in load(n)["steps"][1:])
+slow = [medk(f"s1{r}", "busy_s") / medk(f"s2{r}", "busy_s") for r in range(1, R + 1)]
+par = [statistics.median(s["busy_s"] / s["step_s"] for s in load(f"s2{r}")["steps"][1:]) for r in range(1, R + 1)]
+print(f"  = passes' speed two at a time vs one: {m(slow):.3f}  rounds: {fmt(slow)}")
+print(f"  x S=2 parallelism (busy / step time): {m(par):.3f}  rounds: {fmt(par)}  (ideal 1.78)")
 print(f"stage-0 peak activation 1F1B / GPipe:  {f0}/{g0} = {f0/g0:.3f}  (S/M = {2/8:.3f})")
 print(f"losses plain == S=2 1f1b (bitwise):    {same}")
 PY

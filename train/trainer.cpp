@@ -247,6 +247,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   for (int d = 0; d < hint.devices(); ++d) trace.tracks.push_back(fmt::format("device {}", d));
   trace.title = fmt::format("rrfp train {} {} S={} M={}", o.model, o.hint, o.stages, M);
   std::vector<double> t_start(g.size()), t_end(g.size());
+  std::vector<double> opt_start(P, -1), opt_end(P, -1);  // optimizer tasks, for --trace
   const auto t_run = Clock::now();
   const double tokens = static_cast<double>(M) * b * (mm ? kCaption : o.gpt.seq_len);
 
@@ -265,7 +266,9 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       opt[s].step(gr);
     };
     if (o.executor == "plain") {
+      const auto tp = Clock::now();
       ReferenceStep r = reference_step(model, mbs);
+      rec.busy_s = secs(Clock::now() - tp);
       rec.loss = static_cast<float>(r.loss);  // losses are float: %.9g round-trips
       for (int s = 0; s < P; ++s) {
         const size_t n = pipe.stage(s).params().size();
@@ -291,8 +294,10 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
         // after all of its W/BW tasks (deterministic mode: the microbatch
         // gradients are summed in order there too).
         eo.stage_epilogue = [&](int s) {
+          opt_start[s] = secs(Clock::now() - t_run);
           one_intra_op_thread();
           optimizer_step(s, pipe.stage_grads(s));
+          opt_end[s] = secs(Clock::now() - t_run);
         };
         const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
         res.policy = r.policy;
@@ -302,12 +307,14 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
             if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
         double busy = 0;
         for (double x : r.busy_s) busy += x;
+        rec.busy_s = busy;
         rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
 #else
         throw SpecError("this build has no StarPU executor (runtime/executor.hpp); use --executor replay");
 #endif
       } else {
         for (int id : order) body(id);
+        for (int id : order) rec.busy_s += t_end[id] - t_start[id];
         rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
       }
       rec.loss = static_cast<float>(pipe.loss());
@@ -318,6 +325,9 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       if (!o.trace_path.empty())
         for (int id = 0; id < g.size(); ++id)
           trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
+      if (!o.trace_path.empty() && stepped)
+        for (int s = 0; s < P; ++s)
+          if (opt_start[s] >= 0) trace.slices.push_back({g.spec().device_of(s, 0), fmt::format("opt{}", s), opt_start[s], opt_end[s]});
     }
     // Without StarPU (plain loop, replay) the optimizer step ends the
     // iteration on this thread, stage by stage.
@@ -343,6 +353,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
                        {"tokens_per_s", r.tokens_per_s},
                        {"step_s", r.step_s},
                        {"bubble_ratio", r.bubble_ratio},
+                       {"busy_s", r.busy_s},
                        {"peak_activation_bytes", r.peak_activation_bytes},
                        {"peak_activation_bytes_per_stage", r.peak_activation_per_stage}});
     nlohmann::json j = {{"model", o.model},
