@@ -29,9 +29,13 @@ struct Run {
   const TaskGraph* g = nullptr;
   int n = 0, tp = 1;
   const std::function<void(int)>* body = nullptr;
+  const std::function<void(int)>* epilogue = nullptr;  // per stage, may be null
+  int total = 0;                                       // graph tasks + epilogue tasks
   Clock::time_point t0;
   std::vector<double> start, end;
   std::vector<int> worker;
+  std::vector<double> epi_start, epi_end;  // per stage
+  std::vector<int> epi_worker;
   std::vector<std::vector<int>> by_worker;  // each written only by its worker thread
   std::atomic<int> done{0}, running{0};
   std::atomic<bool> abort{false};
@@ -76,7 +80,36 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   }
   r->end[mt] = r->now();
   r->running.fetch_sub(1);
-  if (r->done.fetch_add(1) + 1 == r->n * r->tp) r->cv.notify_all();
+  if (r->done.fetch_add(1) + 1 == r->total) r->cv.notify_all();
+}
+
+struct EpilogueArg {
+  int index;  // member * stages + stage
+  Run* run;
+};
+
+// After every W/BW of the stage (plain RW on its gradient handle).
+void epilogue_body(void** /*buffers*/, void* cl_arg) {
+  auto* a = static_cast<EpilogueArg*>(cl_arg);
+  Run* r = a->run;
+  const int i = a->index, S = r->g->spec().stages;
+  r->epi_worker[i] = starpu_worker_get_id();
+  r->running.fetch_add(1);
+  r->epi_start[i] = r->now();
+  if (!r->abort.load()) {  // an aborted run (a failed pass) skips the step too
+    const std::string what =
+        r->tp > 1 ? fmt::format("epilogue of stage {} (TP member {})", i % S, i / S) : fmt::format("epilogue of stage {}", i);
+    try {
+      (*r->epilogue)(i);
+    } catch (const std::exception& e) {
+      r->fail(fmt::format("{} failed: {}", what, e.what()));
+    } catch (...) {
+      r->fail(fmt::format("{} failed with a non-standard exception", what));
+    }
+  }
+  r->epi_end[i] = r->now();
+  r->running.fetch_sub(1);
+  if (r->done.fetch_add(1) + 1 == r->total) r->cv.notify_all();
 }
 
 // A transfer's producer is done: the link delay starts now.
@@ -93,6 +126,17 @@ starpu_codelet make_codelet(bool grad, bool commute) {
   cl.nbuffers = grad ? 1 : 0;
   if (grad) cl.modes[0] = commute ? static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE) : STARPU_RW;
   cl.name = grad ? "rrfp_wgrad" : "rrfp_task";
+  return cl;
+}
+
+starpu_codelet make_epilogue_codelet() {
+  starpu_codelet cl;
+  starpu_codelet_init(&cl);
+  cl.where = STARPU_CPU;
+  cl.cpu_funcs[0] = epilogue_body;
+  cl.nbuffers = 1;
+  cl.modes[0] = STARPU_RW;  // after every RW|COMMUTE access of the stage's W/BW tasks
+  cl.name = "rrfp_epilogue";
   return cl;
 }
 
@@ -153,6 +197,12 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   run.end.assign(n * T, -1);
   run.worker.assign(n * T, -1);
   run.by_worker.resize(starpu_worker_get_count());
+  const bool with_epilogue = static_cast<bool>(opt.stage_epilogue);
+  run.epilogue = with_epilogue ? &opt.stage_epilogue : nullptr;
+  run.total = n * T + (with_epilogue ? S * T : 0);
+  run.epi_start.assign(S * T, -1);
+  run.epi_end.assign(S * T, -1);
+  run.epi_worker.assign(S * T, -1);
   LinkThread link;
   run.link = &link;
 
@@ -235,6 +285,35 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   }
   for (int id = 0; id < n; ++id) res.transfers += static_cast<int>(xfers_into[id].size());
 
+  // Epilogues: one task per model stage (and member) on the device holding
+  // it, ordered after the stage's W/BW tasks by StarPU's implicit data
+  // dependencies (plain RW on the gradient handle, submitted last). They are
+  // not graph tasks: the rrfp policies hand them out from their FIFO of other
+  // tasks (as StarPU's built-ins do, restricted by workerids); static-order
+  // pins them to the worker without a workerorder, so they need no slot in
+  // its order.
+  starpu_codelet cl_epi = make_epilogue_codelet();
+  std::vector<EpilogueArg> epi_args;
+  std::vector<starpu_task*> epi_tasks;
+  if (with_epilogue)
+    for (int i = 0; i < S * T; ++i) epi_args.push_back({i, &run});
+  for (int i = 0; i < static_cast<int>(epi_args.size()); ++i) {
+    const int slot = g.spec().device_of(i % S, 0) * T + i / S;
+    starpu_task* st = starpu_task_create();
+    st->cl = &cl_epi;
+    st->handles[0] = grad_h[i];  // grad_h is indexed member * S + stage too
+    st->cl_arg = &epi_args[i];
+    st->destroy = 0;
+    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
+      st->execute_on_a_specific_worker = 1;
+      st->workerid = res.member_worker[slot];
+    } else {
+      st->workerids = masks[slot].data();
+      st->workerids_len = static_cast<unsigned>(masks[slot].size());
+    }
+    epi_tasks.push_back(st);
+  }
+
   if (arb) policy_attach(PolicyRun{arb.get(), res.member_worker, {&cl_plain, &cl_grad}, n, T});
   run.t0 = Clock::now();
   auto submit = [&](starpu_task* t, int id) {
@@ -248,6 +327,11 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
     for (int member = 0; member < T; ++member) {
       for (starpu_task* x : xfers_into[member * n + id]) submit(x, id);
       submit(tasks[member * n + id], id);
+    }
+  for (starpu_task* t : epi_tasks)
+    if (int rc = starpu_task_submit(t); rc != 0) {
+      fmt::print(stderr, "rrfp: starpu_task_submit(epilogue) failed ({})\n", rc);
+      std::_Exit(3);
     }
 
   // Watchdog: wait for the bodies, stop the run on a failure or a stall.
@@ -266,7 +350,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
       link.flush();
       lk.lock();
     };
-    while (run.done.load() < n * T) {
+    while (run.done.load() < run.total) {
       run.cv.wait_for(lk, std::chrono::milliseconds(5));
       double now = run.now();
       if (run.abort) {
@@ -295,10 +379,10 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
         if (stall_since < 0) stall_since = now;
         else if (now - stall_since >= opt.stall_grace_s)
           abort_run(fmt::format("{}: run stalled with {} of {} tasks done; no device can take a task:\n{}", res.policy,
-                                done, n * T, why));
+                                std::min(done, n * T), n * T, why));
       } else if (now - last_move >= opt.stall_timeout_s) {
         abort_run(fmt::format("{}: no progress for {:.1f} s with {} of {} tasks done (stalled)", res.policy,
-                              opt.stall_timeout_s, done, n * T));
+                              opt.stall_timeout_s, done, run.total));
       }
     }
   }
@@ -319,6 +403,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
       }
   }
   for (starpu_task* t : tasks) starpu_task_destroy(t);
+  for (starpu_task* t : epi_tasks) starpu_task_destroy(t);
   for (auto& v : xfers_into)
     for (starpu_task* x : v) starpu_task_destroy(x);
   for (auto h : grad_h) starpu_data_unregister(h);
@@ -335,6 +420,11 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   res.start_s.assign(run.start.begin(), run.start.begin() + n);
   res.end_s.assign(run.end.begin(), run.end.begin() + n);
   res.worker.assign(run.worker.begin(), run.worker.begin() + n);
+  if (with_epilogue) {
+    res.epilogue_worker = std::move(run.epi_worker);
+    res.epilogue_start_s = std::move(run.epi_start);
+    res.epilogue_end_s = std::move(run.epi_end);
+  }
   res.order.resize(D);
   for (int d = 0; d < D; ++d) res.order[d] = run.by_worker[res.device_worker[d]];
   for (int slot = 0; slot < D * T; ++slot) res.member_order.push_back(run.by_worker[res.member_worker[slot]]);

@@ -5,7 +5,10 @@
 // edge that crosses devices becomes a transfer task (no codelet) between
 // producer and consumer, held for the link delay (see link_thread.hpp).
 // W and BW tasks of one stage also access a per-stage gradient handle in
-// STARPU_RW | STARPU_COMMUTE mode: accumulation in any order.
+// STARPU_RW | STARPU_COMMUTE mode: accumulation in any order. An optional
+// per-stage epilogue (the optimizer step, in training) is one more task per
+// model stage that accesses that handle in plain STARPU_RW, so StarPU runs
+// it after every W/BW of the stage, on the stage's device worker.
 //
 // The task body is the caller's: a sleep for the synthetic benchmark, a
 // LibTorch stage pass for training. execute() opens and closes the StarPU
@@ -36,6 +39,12 @@ struct ExecOptions {
   // policy decisions are followed by the others (sched/rrfp_policy.hpp).
   // With T > 1 the body is called with member * tasks + task id.
   int tensor_parallel = 1;
+  // Optional: one StarPU task per model stage, run once every W/BW task of
+  // that stage is done, on the worker of the device holding the stage (for
+  // replicated stages, the device of its microbatch 0). Training's
+  // optimizer step. A throw fails the run like a throwing body. With
+  // T > 1: one per stage and member, called with member * stages + stage.
+  std::function<void(int stage)> stage_epilogue;
 };
 
 struct ExecResult {
@@ -49,8 +58,13 @@ struct ExecResult {
   std::vector<int> peak_inflight;           // per device, from the recorded times
   std::vector<int> inflight_cap;            // per device (enforced by rrfp and rrfp-fixed only)
   std::vector<double> busy_s;               // per device
-  double makespan_s = 0;                    // last end - first start
-  double wall_s = 0;                        // submission to completion
+  double makespan_s = 0;                    // last end - first start (graph tasks)
+  double wall_s = 0;                        // submission to completion (epilogues included)
+  // Per model stage (T > 1: per member * stages + stage), when
+  // ExecOptions::stage_epilogue is set: the StarPU worker that ran the
+  // stage's epilogue (-1: not run here) and its times.
+  std::vector<int> epilogue_worker;
+  std::vector<double> epilogue_start_s, epilogue_end_s;
   // Tensor parallelism: start_s, end_s, worker, device_worker and order are
   // the leader's (member 0); per slot d*T+t:
   int tensor_parallel = 1;

@@ -58,6 +58,7 @@ struct Run {
   std::vector<Decisions> dec;  // per device
   std::mutex dec_m;
   const std::function<void(int)>* body = nullptr;
+  const std::function<void(int)>* epilogue = nullptr;  // per stage, may be null
   const MpiPayload* payload = nullptr;
   std::vector<std::vector<OutEdge>> out;             // per task: its cross-rank out-edges
   std::vector<std::vector<std::pair<int, int>>> in;  // per task: (k, edge) of its cross-rank inputs
@@ -65,6 +66,8 @@ struct Run {
   std::vector<starpu_data_handle_t> handle;          // per edge touching this rank
   std::vector<double> start, end;                    // absolute steady-clock seconds
   std::vector<int> worker, pos;
+  std::vector<double> epi_start, epi_end;  // per stage, absolute
+  std::vector<int> epi_worker;
   std::vector<std::vector<int>> by_worker;  // each written only by its worker thread
   std::atomic<int> done{0}, running{0}, received{0};
   std::mutex m;
@@ -149,6 +152,34 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   r->cv.notify_all();
 }
 
+struct EpilogueArg {
+  int index;  // member * stages + stage
+  Run* run;
+};
+
+// After every W/BW of a local stage (plain RW on its gradient handle).
+void epilogue_body(void** /*buffers*/, void* cl_arg) {
+  auto* a = static_cast<EpilogueArg*>(cl_arg);
+  Run* r = a->run;
+  const int i = a->index, S = r->g->spec().stages;
+  r->epi_worker[i] = starpu_worker_get_id();
+  r->running.fetch_add(1);
+  r->epi_start[i] = abs_now();
+  const std::string what =
+      r->tp > 1 ? fmt::format("epilogue of stage {} (TP member {})", i % S, i / S) : fmt::format("epilogue of stage {}", i);
+  try {
+    (*r->epilogue)(i);
+  } catch (const std::exception& e) {
+    r->fail(fmt::format("{} failed: {}", what, e.what()));
+  } catch (...) {
+    r->fail(fmt::format("{} failed with a non-standard exception", what));
+  }
+  r->epi_end[i] = abs_now();
+  r->running.fetch_sub(1);
+  r->done.fetch_add(1);
+  r->cv.notify_all();
+}
+
 // A same-rank transfer's producer is done: the link delay starts now.
 void transfer_started(void* arg) {
   auto* t = static_cast<TransferArg*>(arg);
@@ -187,6 +218,17 @@ starpu_codelet make_codelet(bool grad, bool commute) {
   cl.nbuffers = grad ? 1 : 0;
   if (grad) cl.modes[0] = commute ? static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE) : STARPU_RW;
   cl.name = grad ? "rrfp_mpi_wgrad" : "rrfp_mpi_task";
+  return cl;
+}
+
+starpu_codelet make_epilogue_codelet() {
+  starpu_codelet cl;
+  starpu_codelet_init(&cl);
+  cl.where = STARPU_CPU;
+  cl.cpu_funcs[0] = epilogue_body;
+  cl.nbuffers = 1;
+  cl.modes[0] = STARPU_RW;  // after every RW|COMMUTE access of the stage's W/BW tasks
+  cl.name = "rrfp_mpi_epilogue";
   return cl;
 }
 
@@ -435,6 +477,37 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     }
   }
 
+  // Epilogues of this rank's stages and members (as in executor.cpp): after
+  // the stage's W/BW tasks by implicit data dependencies, on its worker.
+  run.epilogue = opt.stage_epilogue ? &opt.stage_epilogue : nullptr;
+  run.epi_start.assign(S * T, -1);
+  run.epi_end.assign(S * T, -1);
+  run.epi_worker.assign(S * T, -1);
+  auto epi_slot = [&](int i) { return g.spec().device_of(i % S, 0) * T + i / S; };
+  starpu_codelet cl_epi = make_epilogue_codelet();
+  std::vector<EpilogueArg> epi_args;
+  std::vector<starpu_task*> epi_tasks;
+  if (run.epilogue)
+    for (int i = 0; i < S * T; ++i)
+      if (epi_slot(i) / K == me) epi_args.push_back({i, &run});
+  for (const EpilogueArg& ea : epi_args) {
+    const int li = epi_slot(ea.index) - me * K;
+    starpu_task* st = starpu_task_create();
+    st->cl = &cl_epi;
+    st->handles[0] = grad_h[ea.index];  // indexed member * S + stage too
+    st->cl_arg = const_cast<EpilogueArg*>(&ea);
+    st->destroy = 0;
+    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
+      st->execute_on_a_specific_worker = 1;
+      st->workerid = local_worker[li];
+    } else {
+      st->workerids = masks[li].data();
+      st->workerids_len = static_cast<unsigned>(masks[li].size());
+    }
+    epi_tasks.push_back(st);
+  }
+  n_local += static_cast<int>(epi_tasks.size());
+
   if (arb) {
     // The policy maps every slot to a worker; another rank's slots have
     // none here (kRemoteWorker), so nothing ever pops for them.
@@ -474,6 +547,8 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
         if (!recv_x.count(x)) submit(x, id);
       submit(tasks[mt], id);
     }
+  for (starpu_task* t : epi_tasks)
+    if (starpu_task_submit(t) != 0) mpi_abort("starpu_task_submit(epilogue) failed");
 
   // Watchdog: any failure or a stall stops every rank.
   {
@@ -512,6 +587,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     if (tasks[mt]) starpu_task_destroy(tasks[mt]);
     for (starpu_task* x : xfers_into[mt]) starpu_task_destroy(x);
   }
+  for (starpu_task* t : epi_tasks) starpu_task_destroy(t);
   for (auto h : grad_h) starpu_data_unregister(h);
   for (auto h : run.handle)
     if (h) starpu_data_unregister(h);
@@ -577,6 +653,19 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     res.member_worker.push_back(slot);
     res.member_order.emplace_back();
     for (auto [p, id] : by_slot[slot]) res.member_order.back().push_back(id);
+  }
+  if (run.epilogue) {  // this rank's stages only (global worker ids, as for tasks)
+    res.epilogue_worker.assign(S * T, -1);
+    res.epilogue_start_s.assign(S * T, -1);
+    res.epilogue_end_s.assign(S * T, -1);
+    for (int i = 0; i < S * T; ++i) {
+      const int w = run.epi_worker[i];
+      if (w < 0) continue;
+      const int li = w < static_cast<int>(local_of_worker.size()) ? local_of_worker[w] : -1;
+      res.epilogue_worker[i] = li >= 0 ? me * K + li : -1 - w;
+      res.epilogue_start_s[i] = run.epi_start[i] - t_origin;
+      res.epilogue_end_s[i] = run.epi_end[i] - t_origin;
+    }
   }
   res.device_worker.resize(D);
   res.order.assign(D, {});

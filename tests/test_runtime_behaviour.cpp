@@ -84,6 +84,32 @@ TEST(RuntimeBehaviour, ThrowingBodyStopsTheRunNamingTheTask) {
   }
 }
 
+// A throwing epilogue (the optimizer step in training) fails the run with
+// its stage in the message, under every kind of policy, without hanging.
+TEST(RuntimeBehaviour, ThrowingEpilogueStopsTheRun) {
+  unsetenv("RRFP_SCHED_LIB");
+  Hint h = make_hint("1f1b", {3, 6, 0, 1, 0});
+  for (const char* pol : {"rrfp", "rrfp-fixed", "eager", "static-order", "prio", "dmda"}) {
+    use_policy(pol);
+    auto t0 = std::chrono::steady_clock::now();
+    ExecOptions o;
+    o.stage_epilogue = [](int s) {
+      if (s == 1) throw std::runtime_error("boom");
+    };
+    try {
+      execute(h, [](int) {}, o);
+      ADD_FAILURE() << pol << ": no error";
+    } catch (const ExecError& e) {
+      EXPECT_NE(std::string(e.what()).find("epilogue of stage 1"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("boom"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(seconds_since(t0), 5.0) << pol;
+    // The next run is clean.
+    o.stage_epilogue = [](int) {};
+    EXPECT_NO_THROW(execute(h, [](int) {}, o)) << pol;
+  }
+}
+
 TEST(RuntimeBehaviour, LinkDelaysAndProfiling) {
   unsetenv("RRFP_SCHED_LIB");
   Hint h = make_hint("1f1b", {3, 4, 0, 0, 0});

@@ -26,6 +26,24 @@ std::vector<Hint> all_hints() {
   return out;
 }
 
+// The per-stage epilogue ran once per stage, on the worker of the stage's
+// device, after every W/BW task of the stage.
+void expect_epilogues(const Hint& h, const ExecResult& r, const std::vector<int>& calls, const std::string& what) {
+  const TaskGraph& g = *h.graph;
+  const int P = g.spec().stages;
+  ASSERT_EQ(static_cast<int>(r.epilogue_worker.size()), P) << what;
+  for (int s = 0; s < P; ++s) {
+    EXPECT_EQ(calls[s], 1) << what << ": epilogue of stage " << s;
+    EXPECT_EQ(r.epilogue_worker[s], r.device_worker[g.spec().device_of(s, 0)]) << what << ": epilogue of stage " << s;
+    for (int id = 0; id < g.size(); ++id) {
+      const Task& t = g.task(id);
+      if (t.stage == s && (t.kind == Kind::W || t.kind == Kind::BW)) {
+        EXPECT_GE(r.epilogue_start_s[s], r.end_s[id]) << what << ": epilogue of stage " << s << " before " << g.label(id);
+      }
+    }
+  }
+}
+
 void run_policy(const std::string& policy) {
   unsetenv("RRFP_SCHED_LIB");
   use_policy(policy);
@@ -35,6 +53,9 @@ void run_policy(const std::string& policy) {
     std::string what = policy + " on " + h.name + " (" + std::to_string(h.devices()) + " devices)";
     ExecOptions o;
     o.link_delay_s = [](int, int) { return 0.0001; };
+    const int P = h.graph->spec().stages;
+    std::vector<int> calls(P, 0);
+    o.stage_epilogue = [&](int s) { ++calls[s]; };  // each on its own worker: no race on one entry
     ExecResult r;
     try {
       r = execute(h, sleep_body(h, 0.2), o);
@@ -44,6 +65,7 @@ void run_policy(const std::string& policy) {
     }
     EXPECT_EQ(r.policy, policy);
     expect_valid_run(h, r, what);
+    expect_epilogues(h, r, calls, what);
     if (policy == "rrfp" || policy == "rrfp-fixed") expect_within_cap(r, what);
     if (policy == "rrfp-fixed" || policy == "static-order") {
       EXPECT_EQ(r.order, h.order) << what << ": not the hint's order";

@@ -108,6 +108,68 @@ TEST(TrainLoop, DeterministicLossesAreBitwiseEqualAcrossHintsAndPolicies) {
       }
 }
 
+#if __has_include("runtime/executor.hpp")
+// Each stage's AdamW step is a StarPU task on the worker of the stage's
+// device (interleaved: several stages a device), under every policy, and
+// deterministic losses stay bitwise those of the plain loop.
+TEST(TrainLoop, OptimizerStepIsAStarpuTaskOnTheStagesDevice) {
+  unsetenv("RRFP_FAIL_TASK");
+  TrainOptions base = tiny();
+  base.steps = 3;
+  base.deterministic = true;
+  base.executor = "plain";
+  const auto ref = losses(train(base));
+  for (const char* pol : {"rrfp", "rrfp-fixed", "static-order", "eager", "prio", "dmda"})
+    for (int chunks : {0, 2}) {
+      TrainOptions o = base;
+      o.executor = "starpu";
+      o.policy = pol;
+      if (chunks) o.hint = "interleaved-1f1b", o.chunks = chunks;
+      SCOPED_TRACE(std::string(pol) + " " + o.hint);
+      const TrainResult r = train(o);
+      EXPECT_EQ(losses(r), ref);
+      const int P = r.model_stages;
+      ASSERT_EQ(P, chunks ? 4 : 2);
+      for (const auto& st : r.steps) {
+        ASSERT_EQ(static_cast<int>(st.optimizer_device.size()), P);
+        for (int s = 0; s < P; ++s) EXPECT_EQ(st.optimizer_device[s], s % o.stages) << "stage " << s;
+      }
+    }
+  TrainOptions o = base;
+  o.executor = "replay";
+  const TrainResult replay = train(o);
+  for (int d : replay.steps.back().optimizer_device) EXPECT_EQ(d, -1);  // main thread
+}
+
+// A throwing optimizer step is a clear error, not a hang, and the failed
+// step writes no checkpoint.
+TEST(TrainLoop, ThrowingOptimizerStepIsAnError) {
+  const fs::path dir = fresh_dir("opt_fail");
+  for (const char* pol : {"rrfp", "rrfp-fixed", "static-order", "eager"}) {
+    TrainOptions o = tiny();
+    o.steps = 3;
+    o.executor = "starpu";
+    o.policy = pol;
+    o.checkpoint_dir = dir.string();
+    o.checkpoint_every = 1;
+    setenv("RRFP_FAIL_TASK", "opt1", 1);
+    setenv("RRFP_FAIL_STEP", "2", 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      train(o);
+      ADD_FAILURE() << pol << ": no error";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("optimizer step of stage 1 at step 2"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0) << pol;
+    EXPECT_EQ(load_checkpoint(dir.string()).meta.at("step").get<int>(), 1) << pol;
+    unsetenv("RRFP_FAIL_TASK");
+    unsetenv("RRFP_FAIL_STEP");
+  }
+  fs::remove_all(dir);
+}
+#endif
+
 TEST(TrainLoop, ResumeContinuesExactly) {
   for (bool det : {true, false}) {
     const fs::path dir = fresh_dir(det ? "resume_det" : "resume");

@@ -57,10 +57,13 @@ std::vector<torch::Tensor> Pipeline::params_of(int s) const {
   return p;
 }
 
-void Pipeline::run(Kind k, int s, int m) {
-  // Each worker is one device: no intra-op threads under it.
+void one_intra_op_thread() {
   static thread_local bool single = (torch::set_num_threads(1), true);
   (void)single;
+}
+
+void Pipeline::run(Kind k, int s, int m) {
+  one_intra_op_thread();
   switch (k) {
     case Kind::F: return forward(s, m);
     case Kind::B: return backward_input(s, m);

@@ -21,6 +21,10 @@
 
 namespace rrfp::train {
 
+// Each worker is one device: no intra-op threads under the calling thread
+// (once per thread; OpenMP's thread count is per thread).
+void one_intra_op_thread();
+
 // Splits M*b windows of T+1 bytes (Sampler::next) into M microbatches.
 std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windows, int microbatches,
                                           int micro_batch_size, int seq_len);

@@ -37,7 +37,8 @@ double secs(Clock::duration d) { return std::chrono::duration<double>(d).count()
 
 // RRFP_FAIL_TASK=1B0 makes that task throw (RRFP_FAIL_STEP=k: only at step
 // k), to test that a failing pass stops the run cleanly. Both the PyTorch
-// cell label (1I0 = B, 1B0 = BW) and kind names (1B0 = B, 1BW0) match.
+// cell label (1I0 = B, 1B0 = BW) and kind names (1B0 = B, 1BW0) match;
+// opt<s> (e.g. opt1) makes stage s's optimizer step throw.
 struct Fault {
   std::string task;
   int step = -1;
@@ -51,6 +52,10 @@ struct Fault {
     if (task.empty() || (step_set() && step != this->step)) return false;
     const Task& t = g.task(id);
     return g.label(id) == task || fmt::format("{}{}{}", t.stage, kind_name(t.kind), t.mb) == task;
+  }
+  bool hits_optimizer(int stage, int step) const {
+    if (task.empty() || (step_set() && step != this->step)) return false;
+    return task == fmt::format("opt{}", stage);
   }
   bool step_set() const { return step >= 0; }
 };
@@ -197,10 +202,6 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   } else if (TP > 1) {
     tp_comm = std::make_unique<LocalTpComm>(hint.devices(), TP, 60.0);
   }
-  // Whether this process runs member t of model stage s.
-  auto runs_here = [&](int s, int t) {
-    return !mpi || (hint.spec().device_of(s, 0) * TP + t) / o.devices_per_rank == mpi_rank;
-  };
   std::vector<std::vector<AdamW>> opts(TP);  // per member, per stage
   std::vector<AdamW>& opt = opts[0];
   std::vector<size_t> stage_begin;  // first global param index of each stage
@@ -321,6 +322,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
   for (int d = 0; d < hint.devices(); ++d) trace.tracks.push_back(fmt::format("device {}", d));
   trace.title = fmt::format("rrfp train {} {} S={} M={}", o.model, o.hint, o.stages, M);
   std::vector<double> t_start(g.size()), t_end(g.size());
+  std::vector<double> opt_start(P, -1), opt_end(P, -1);  // optimizer tasks, for --trace
   const auto t_run = Clock::now();
   const double tokens = static_cast<double>(M) * b * (mm ? kCaption : o.gpt.seq_len);
 
@@ -329,10 +331,19 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     StepRecord rec;
     rec.step = step;
     const auto t0 = Clock::now();
-    std::vector<std::vector<std::vector<torch::Tensor>>> member_grads(TP, std::vector<std::vector<torch::Tensor>>(P));
-    auto& grads = member_grads[0];
+    std::vector<std::vector<torch::Tensor>> grads(P);  // plain and replay (no tensor parallelism there)
+    bool stepped = false;  // the optimizer steps ran as StarPU tasks
+    rec.optimizer_device.assign(P, -1);
+    auto optimizer_step = [&](int member, int s, const std::vector<torch::Tensor>& gr) {
+      if (fault.hits_optimizer(s, step))
+        throw std::runtime_error(fmt::format("injected failure in the optimizer step of stage {} at step {} "
+                                             "(RRFP_FAIL_TASK)", s, step));
+      opts[member][s].step(gr);
+    };
     if (o.executor == "plain") {
+      const auto tp = Clock::now();
       ReferenceStep r = reference_step(model, mbs);
+      rec.busy_s = secs(Clock::now() - tp);
       rec.loss = static_cast<float>(r.loss);  // losses are float: %.9g round-trips
       for (int s = 0; s < P; ++s) {
         const size_t n = pipe.stage(s).params().size();
@@ -361,8 +372,22 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
         ExecOptions eo;
         eo.policy = o.policy;
         eo.tensor_parallel = TP;
+        // Each stage's AdamW step (each member's, with TP) is a StarPU task
+        // on the stage's device, after all of its W/BW tasks (deterministic
+        // mode: the microbatch gradients are summed in order there too).
+        eo.stage_epilogue = [&](int i) {  // member * P + stage
+          const int t = i / P, s = i % P;
+          if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
+          one_intra_op_thread();
+          optimizer_step(t, s, pipes[t]->stage_grads(s));
+          if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
+        };
         const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
         res.policy = r.policy;
+        stepped = true;
+        for (int s = 0; s < P && s < static_cast<int>(r.epilogue_worker.size()); ++s)
+          for (int d = 0; d < r.devices; ++d)
+            if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
         if (mpi && !o.trace_path.empty()) {
           // The merged records of every rank, on one time origin.
           const double off = secs(Clock::now() - t_run) - r.wall_s;
@@ -370,28 +395,32 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
         }
         double busy = 0;
         for (double x : r.busy_s) busy += x;
+        rec.busy_s = busy;
         rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
 #else
         throw SpecError("this build has no StarPU executor (runtime/executor.hpp); use --executor replay");
 #endif
       } else {
         for (int id : order) body(id);
+        for (int id : order) rec.busy_s += t_end[id] - t_start[id];
         rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
       }
       rec.loss = static_cast<float>(pipe.loss());
       if (mpi) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
-      for (int t = 0; t < TP; ++t)
-        for (int s = 0; s < P; ++s)
-          if (runs_here(s, t)) member_grads[t][s] = pipes[t]->stage_grads(s);
+      if (!stepped)
+        for (int s = 0; s < P; ++s) grads[s] = pipe.stage_grads(s);
       rec.peak_activation_per_stage = pipe.peak_activation_bytes();
       if (!o.trace_path.empty())
         for (int id = 0; id < g.size(); ++id)
           trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
+      if (!o.trace_path.empty() && stepped)
+        for (int s = 0; s < P; ++s)
+          if (opt_start[s] >= 0) trace.slices.push_back({g.spec().device_of(s, 0), fmt::format("opt{}", s), opt_start[s], opt_end[s]});
     }
-    // The optimizer step ends the iteration, stage by stage.
-    for (int t = 0; t < TP; ++t)
-      for (int s = 0; s < P; ++s)
-        if (runs_here(s, t)) opts[t][s].step(member_grads[t][s]);
+    // Without StarPU (plain loop, replay) the optimizer step ends the
+    // iteration on this thread, stage by stage.
+    if (!stepped)
+      for (int s = 0; s < P; ++s) optimizer_step(0, s, grads[s]);
     rec.step_s = secs(Clock::now() - t0);
     rec.tokens_per_s = rec.step_s > 0 ? tokens / rec.step_s : 0;
     for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
@@ -412,6 +441,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
                        {"tokens_per_s", r.tokens_per_s},
                        {"step_s", r.step_s},
                        {"bubble_ratio", r.bubble_ratio},
+                       {"busy_s", r.busy_s},
                        {"peak_activation_bytes", r.peak_activation_bytes},
                        {"peak_activation_bytes_per_stage", r.peak_activation_per_stage}});
     nlohmann::json j = {{"model", o.model},

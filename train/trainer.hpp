@@ -46,8 +46,13 @@ struct StepRecord {
   double step_s = 0;
   double tokens_per_s = 0;
   double bubble_ratio = 0;                // measured idle share of the devices
+  double busy_s = 0;                      // sum over devices of the time spent in passes
   std::int64_t peak_activation_bytes = 0; // max over stages
   std::vector<std::int64_t> peak_activation_per_stage;
+  // Per model stage: the device whose StarPU worker ran the stage's
+  // optimizer step (an epilogue task), or -1 where the main thread ran it
+  // (replay and plain executors) or another rank did.
+  std::vector<int> optimizer_device;
 };
 
 struct TrainResult {
