@@ -413,7 +413,8 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       if (!o.trace_path.empty())
         for (int id = 0; id < g.size(); ++id)
           trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
-      if (!o.trace_path.empty() && stepped)
+      // (Under MPI each rank knows only its own optimizer tasks: left out.)
+      if (!o.trace_path.empty() && stepped && !mpi)
         for (int s = 0; s < P; ++s)
           if (opt_start[s] >= 0) trace.slices.push_back({g.spec().device_of(s, 0), fmt::format("opt{}", s), opt_start[s], opt_end[s]});
     }
