@@ -16,6 +16,7 @@
 #include "runtime/link_thread.hpp"
 #include "runtime/run_stats.hpp"
 #include "runtime/session.hpp"
+#include "runtime/starpu_tasks.hpp"
 #include "sched/arbiter.hpp"
 #include "sched/rrfp_policy.hpp"
 
@@ -69,7 +70,7 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   r->running.fetch_add(1);
   r->start[mt] = r->now();
   if (!r->abort.load()) {  // an aborted run drains without doing work
-    auto name = [&] { return r->tp > 1 ? fmt::format("{} (TP member {})", r->g->label(id), a->member) : r->g->label(id); };
+    auto name = [&] { return member_task_name(r->g->label(id), a->member, r->tp); };
     try {
       (*r->body)(mt);
     } catch (const std::exception& e) {
@@ -97,8 +98,7 @@ void epilogue_body(void** /*buffers*/, void* cl_arg) {
   r->running.fetch_add(1);
   r->epi_start[i] = r->now();
   if (!r->abort.load()) {  // an aborted run (a failed pass) skips the step too
-    const std::string what =
-        r->tp > 1 ? fmt::format("epilogue of stage {} (TP member {})", i % S, i / S) : fmt::format("epilogue of stage {}", i);
+    const std::string what = epilogue_name(i, S, r->tp);
     try {
       (*r->epilogue)(i);
     } catch (const std::exception& e) {
@@ -116,28 +116,6 @@ void epilogue_body(void** /*buffers*/, void* cl_arg) {
 void transfer_started(void* arg) {
   auto* t = static_cast<TransferArg*>(arg);
   t->run->link->schedule(t->task, t->delay_s);
-}
-
-starpu_codelet make_codelet(bool grad, bool commute) {
-  starpu_codelet cl;
-  starpu_codelet_init(&cl);
-  cl.where = STARPU_CPU;
-  cl.cpu_funcs[0] = graph_task_body;
-  cl.nbuffers = grad ? 1 : 0;
-  if (grad) cl.modes[0] = commute ? static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE) : STARPU_RW;
-  cl.name = grad ? "rrfp_wgrad" : "rrfp_task";
-  return cl;
-}
-
-starpu_codelet make_epilogue_codelet() {
-  starpu_codelet cl;
-  starpu_codelet_init(&cl);
-  cl.where = STARPU_CPU;
-  cl.cpu_funcs[0] = epilogue_body;
-  cl.nbuffers = 1;
-  cl.modes[0] = STARPU_RW;  // after every RW|COMMUTE access of the stage's W/BW tasks
-  cl.name = "rrfp_epilogue";
-  return cl;
 }
 
 }  // namespace
@@ -216,18 +194,13 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   const bool strict = choice.kind == PolicyChoice::Kind::RrfpFixed || choice.kind == PolicyChoice::Kind::StaticOrder;
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();
-  starpu_codelet cl_plain = make_codelet(false, false), cl_grad = make_codelet(true, !strict);
+  starpu_codelet cl_plain = graph_codelet(graph_task_body, false, false, "rrfp_task");
+  starpu_codelet cl_grad = graph_codelet(graph_task_body, true, !strict, "rrfp_wgrad");
   std::vector<double> grad(S * T, 0.0);
-  std::vector<starpu_data_handle_t> grad_h(S * T, nullptr);
-  for (int i = 0; i < S * T; ++i)
-    starpu_variable_data_register(&grad_h[i], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&grad[i]), sizeof(double));
-
-  std::vector<std::vector<uint32_t>> masks(D * T);
-  for (int slot = 0; slot < D * T; ++slot) {
-    int w = res.member_worker[slot];
-    masks[slot].assign(w / 32 + 1, 0);
-    masks[slot][w / 32] |= 1u << (w % 32);
-  }
+  const std::vector<starpu_data_handle_t> grad_h = register_variables(grad);  // index member * S + stage
+  std::vector<WorkerPlacement> place;
+  for (int slot = 0; slot < D * T; ++slot)
+    place.emplace_back(res.member_worker[slot], choice.kind == PolicyChoice::Kind::StaticOrder);
   // Member task mt = t*n + id: graph task id as run by member t.
   std::vector<GraphTaskArg> args(n * T);
   std::vector<starpu_task*> tasks(n * T);
@@ -243,14 +216,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
     st->cl_arg = &args[mt];
     st->destroy = 0;
     st->priority = -hint.rank[id];  // prio/dmda: better rank first
-    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
-      st->execute_on_a_specific_worker = 1;
-      st->workerid = res.member_worker[slot];
-      st->workerorder = hint.rank[id] + 1;
-    } else {
-      st->workerids = masks[slot].data();
-      st->workerids_len = static_cast<unsigned>(masks[slot].size());
-    }
+    place[slot].place(st, static_cast<unsigned>(hint.rank[id] + 1));
     tasks[mt] = st;
   }
   // Dependencies, member by member; transfers for edges across devices.
@@ -292,7 +258,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   // tasks (as StarPU's built-ins do, restricted by workerids); static-order
   // pins them to the worker without a workerorder, so they need no slot in
   // its order.
-  starpu_codelet cl_epi = make_epilogue_codelet();
+  starpu_codelet cl_epi = epilogue_codelet(epilogue_body, "rrfp_epilogue");
   std::vector<EpilogueArg> epi_args;
   std::vector<starpu_task*> epi_tasks;
   if (with_epilogue)
@@ -304,13 +270,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
     st->handles[0] = grad_h[i];  // grad_h is indexed member * S + stage too
     st->cl_arg = &epi_args[i];
     st->destroy = 0;
-    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
-      st->execute_on_a_specific_worker = 1;
-      st->workerid = res.member_worker[slot];
-    } else {
-      st->workerids = masks[slot].data();
-      st->workerids_len = static_cast<unsigned>(masks[slot].size());
-    }
+    place[slot].place(st);
     epi_tasks.push_back(st);
   }
 
@@ -406,7 +366,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   for (starpu_task* t : epi_tasks) starpu_task_destroy(t);
   for (auto& v : xfers_into)
     for (starpu_task* x : v) starpu_task_destroy(x);
-  for (auto h : grad_h) starpu_data_unregister(h);
+  unregister_all(grad_h);
   // StarPU's workerorder counter lives as long as the session and must grow
   // across runs, so a static-order run does not leave its session for the next.
   if (choice.kind == PolicyChoice::Kind::StaticOrder) StarpuSession::close_reused();

@@ -21,6 +21,7 @@
 #include "runtime/mpi_tp_comm.hpp"
 #include "runtime/run_stats.hpp"
 #include "runtime/session.hpp"
+#include "runtime/starpu_tasks.hpp"
 #include "sched/arbiter.hpp"
 #include "sched/rrfp_policy.hpp"
 
@@ -136,8 +137,7 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
       if (r->payload->pack) r->payload->pack(o.consumer, o.k, r->buf[o.edge].data());
     ok = true;
   } catch (const std::exception& e) {
-    r->fail(fmt::format("task {}{} failed: {}", g.label(id), r->tp > 1 ? fmt::format(" (TP member {})", a->member) : "",
-                        e.what()));
+    r->fail(fmt::format("task {} failed: {}", member_task_name(g.label(id), a->member, r->tp), e.what()));
   } catch (...) {
     r->fail(fmt::format("task {} failed with a non-standard exception", g.label(id)));
   }
@@ -165,8 +165,7 @@ void epilogue_body(void** /*buffers*/, void* cl_arg) {
   r->epi_worker[i] = starpu_worker_get_id();
   r->running.fetch_add(1);
   r->epi_start[i] = abs_now();
-  const std::string what =
-      r->tp > 1 ? fmt::format("epilogue of stage {} (TP member {})", i % S, i / S) : fmt::format("epilogue of stage {}", i);
+  const std::string what = epilogue_name(i, S, r->tp);
   try {
     (*r->epilogue)(i);
   } catch (const std::exception& e) {
@@ -208,28 +207,6 @@ void decision_received(void* arg) {
   }
   r->received.fetch_add(1);
   r->cv.notify_all();
-}
-
-starpu_codelet make_codelet(bool grad, bool commute) {
-  starpu_codelet cl;
-  starpu_codelet_init(&cl);
-  cl.where = STARPU_CPU;
-  cl.cpu_funcs[0] = graph_task_body;
-  cl.nbuffers = grad ? 1 : 0;
-  if (grad) cl.modes[0] = commute ? static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE) : STARPU_RW;
-  cl.name = grad ? "rrfp_mpi_wgrad" : "rrfp_mpi_task";
-  return cl;
-}
-
-starpu_codelet make_epilogue_codelet() {
-  starpu_codelet cl;
-  starpu_codelet_init(&cl);
-  cl.where = STARPU_CPU;
-  cl.cpu_funcs[0] = epilogue_body;
-  cl.nbuffers = 1;
-  cl.modes[0] = STARPU_RW;  // after every RW|COMMUTE access of the stage's W/BW tasks
-  cl.name = "rrfp_mpi_epilogue";
-  return cl;
 }
 
 std::string env_str(const char* name) {
@@ -361,17 +338,12 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   const bool strict = choice.kind == PolicyChoice::Kind::RrfpFixed || choice.kind == PolicyChoice::Kind::StaticOrder;
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();
-  starpu_codelet cl_plain = make_codelet(false, false), cl_grad = make_codelet(true, !strict);
+  starpu_codelet cl_plain = graph_codelet(graph_task_body, false, false, "rrfp_mpi_task");
+  starpu_codelet cl_grad = graph_codelet(graph_task_body, true, !strict, "rrfp_mpi_wgrad");
   std::vector<double> grad(S * T, 0.0);
-  std::vector<starpu_data_handle_t> grad_h(S * T, nullptr);
-  for (int i = 0; i < S * T; ++i)
-    starpu_variable_data_register(&grad_h[i], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&grad[i]), sizeof(double));
-  std::vector<std::vector<uint32_t>> masks(K);
-  for (int i = 0; i < K; ++i) {
-    int w = local_worker[i];
-    masks[i].assign(w / 32 + 1, 0);
-    masks[i][w / 32] |= 1u << (w % 32);
-  }
+  const std::vector<starpu_data_handle_t> grad_h = register_variables(grad);  // index member * S + stage
+  std::vector<WorkerPlacement> place;  // per local slot
+  for (int i = 0; i < K; ++i) place.emplace_back(local_worker[i], choice.kind == PolicyChoice::Kind::StaticOrder);
   std::vector<GraphTaskArg> args(n * T);
   std::vector<starpu_task*> tasks(n * T, nullptr);
   for (int mt = 0; mt < n * T; ++mt) {
@@ -387,14 +359,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     st->cl_arg = &args[mt];
     st->destroy = 0;
     st->priority = -hint.rank[id];
-    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
-      st->execute_on_a_specific_worker = 1;
-      st->workerid = local_worker[li];
-      st->workerorder = hint.rank[id] + 1;
-    } else {
-      st->workerids = masks[li].data();
-      st->workerids_len = static_cast<unsigned>(masks[li].size());
-    }
+    place[li].place(st, static_cast<unsigned>(hint.rank[id] + 1));
     tasks[mt] = st;
   }
   // Dependencies, member by member: local tasks directly, other local
@@ -484,7 +449,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   run.epi_end.assign(S * T, -1);
   run.epi_worker.assign(S * T, -1);
   auto epi_slot = [&](int i) { return g.spec().device_of(i % S, 0) * T + i / S; };
-  starpu_codelet cl_epi = make_epilogue_codelet();
+  starpu_codelet cl_epi = epilogue_codelet(epilogue_body, "rrfp_mpi_epilogue");
   std::vector<EpilogueArg> epi_args;
   std::vector<starpu_task*> epi_tasks;
   if (run.epilogue)
@@ -497,13 +462,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     st->handles[0] = grad_h[ea.index];  // indexed member * S + stage too
     st->cl_arg = const_cast<EpilogueArg*>(&ea);
     st->destroy = 0;
-    if (choice.kind == PolicyChoice::Kind::StaticOrder) {
-      st->execute_on_a_specific_worker = 1;
-      st->workerid = local_worker[li];
-    } else {
-      st->workerids = masks[li].data();
-      st->workerids_len = static_cast<unsigned>(masks[li].size());
-    }
+    place[li].place(st);
     epi_tasks.push_back(st);
   }
   n_local += static_cast<int>(epi_tasks.size());
@@ -588,7 +547,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     for (starpu_task* x : xfers_into[mt]) starpu_task_destroy(x);
   }
   for (starpu_task* t : epi_tasks) starpu_task_destroy(t);
-  for (auto h : grad_h) starpu_data_unregister(h);
+  unregister_all(grad_h);
   for (auto h : run.handle)
     if (h) starpu_data_unregister(h);
   for (Decisions& dc : run.dec) {

@@ -1,0 +1,45 @@
+// What execute() and execute_mpi() both do to StarPU tasks: the codelets of
+// graph tasks and epilogues, a task's placement on its worker, the
+// per-stage gradient handles, and the names used in error messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <starpu.h>
+
+namespace rrfp {
+
+// A graph task's codelet: W/BW tasks (`grad`) access the stage's gradient
+// handle, RW | COMMUTE when `commute`, else plain RW (strict policies).
+starpu_codelet graph_codelet(void (*body)(void**, void*), bool grad, bool commute, const char* name);
+// An epilogue's codelet: plain RW on the gradient handle, so it runs after
+// every RW | COMMUTE access of the stage's W/BW tasks.
+starpu_codelet epilogue_codelet(void (*body)(void**, void*), const char* name);
+
+// Restricts a task to one worker: `workerids` (rrfp*, built-ins), or, under
+// static-order, execute_on_a_specific_worker with `order` as its workerorder
+// (0: no place in the order, e.g. epilogues).
+class WorkerPlacement {
+ public:
+  WorkerPlacement(int worker, bool static_order);
+  void place(starpu_task* t, unsigned order = 0) const;
+
+ private:
+  int worker_;
+  bool static_order_;
+  std::vector<std::uint32_t> mask_;
+};
+
+// One double per handle, registered as a StarPU variable; unregister with
+// unregister_all().
+std::vector<starpu_data_handle_t> register_variables(std::vector<double>& values);
+void unregister_all(const std::vector<starpu_data_handle_t>& handles);
+
+// "1F3" or "1F3 (TP member 1)"; "epilogue of stage 2 (TP member 1)" for
+// epilogue index member * stages + stage.
+std::string member_task_name(const std::string& label, int member, int tp);
+std::string epilogue_name(int index, int stages, int tp);
+
+}  // namespace rrfp
