@@ -352,6 +352,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       rec.peak_activation_per_stage.assign(P, 0);
     } else {
       for (int t = 1; t < TP; ++t) pipes[t]->begin_step(mbs);
+      if (tp_comm) tp_comm->clear_log();  // the collective logs are per step
       pipe.begin_step(std::move(mbs));
       // With tensor parallelism the executor calls this once per member,
       // with member * tasks + id.
