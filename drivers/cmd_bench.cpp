@@ -94,7 +94,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--devices-per-rank", a->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();
   cmd->add_option("--tensor-parallel", a->tensor_parallel,
-                  "split each device's tasks over T workers with all-reduces inside F and B (docs/runtime.md)")
+                  "split each device's tasks over T workers with all-reduces inside F and B (docs/tensor-parallel.md)")
       ->capture_default_str();
   cmd->add_option("--collective-log", a->collective_log,
                   "with --tensor-parallel: write every member's collective order, per iteration, as JSON");
