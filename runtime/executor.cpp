@@ -70,14 +70,8 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   r->running.fetch_add(1);
   r->start[mt] = r->now();
   if (!r->abort.load()) {  // an aborted run drains without doing work
-    auto name = [&] { return member_task_name(r->g->label(id), a->member, r->tp); };
-    try {
-      (*r->body)(mt);
-    } catch (const std::exception& e) {
-      r->fail(fmt::format("task {} failed: {}", name(), e.what()));
-    } catch (...) {
-      r->fail(fmt::format("task {} failed with a non-standard exception", name()));
-    }
+    std::string err = run_guarded([&] { (*r->body)(mt); }, "task " + member_task_name(r->g->label(id), a->member, r->tp));
+    if (!err.empty()) r->fail(std::move(err));
   }
   r->end[mt] = r->now();
   r->running.fetch_sub(1);
@@ -98,14 +92,8 @@ void epilogue_body(void** /*buffers*/, void* cl_arg) {
   r->running.fetch_add(1);
   r->epi_start[i] = r->now();
   if (!r->abort.load()) {  // an aborted run (a failed pass) skips the step too
-    const std::string what = epilogue_name(i, S, r->tp);
-    try {
-      (*r->epilogue)(i);
-    } catch (const std::exception& e) {
-      r->fail(fmt::format("{} failed: {}", what, e.what()));
-    } catch (...) {
-      r->fail(fmt::format("{} failed with a non-standard exception", what));
-    }
+    std::string err = run_guarded([&] { (*r->epilogue)(i); }, epilogue_name(i, S, r->tp));
+    if (!err.empty()) r->fail(std::move(err));
   }
   r->epi_end[i] = r->now();
   r->running.fetch_sub(1);

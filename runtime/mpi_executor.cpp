@@ -124,23 +124,21 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
           r->fail(fmt::format("starpu_mpi_isend_detached of the decision {} failed", g.label(id)));
     }
   }
-  bool ok = false;
-  try {
-    // Test hooks: a rank that dies (SIGKILL, no goodbye) or a task that throws.
-    if (label_is(g, id, r->kill_task)) std::raise(SIGKILL);
-    if (label_is(g, id, r->fail_task)) throw std::runtime_error("injected failure (RRFP_MPI_FAIL_TASK)");
-    while (label_is(g, id, r->hang_task)) std::this_thread::sleep_for(std::chrono::seconds(1));
-    if (r->payload->unpack)
-      for (auto [k, e] : r->in[mt]) r->payload->unpack(mt, k, r->buf[e].data());
-    (*r->body)(mt);
-    for (const OutEdge& o : r->out[mt])
-      if (r->payload->pack) r->payload->pack(o.consumer, o.k, r->buf[o.edge].data());
-    ok = true;
-  } catch (const std::exception& e) {
-    r->fail(fmt::format("task {} failed: {}", member_task_name(g.label(id), a->member, r->tp), e.what()));
-  } catch (...) {
-    r->fail(fmt::format("task {} failed with a non-standard exception", g.label(id)));
-  }
+  std::string err = run_guarded(
+      [&] {
+        // Test hooks: a rank that dies (SIGKILL, no goodbye) or a task that throws.
+        if (label_is(g, id, r->kill_task)) std::raise(SIGKILL);
+        if (label_is(g, id, r->fail_task)) throw std::runtime_error("injected failure (RRFP_MPI_FAIL_TASK)");
+        while (label_is(g, id, r->hang_task)) std::this_thread::sleep_for(std::chrono::seconds(1));
+        if (r->payload->unpack)
+          for (auto [k, e] : r->in[mt]) r->payload->unpack(mt, k, r->buf[e].data());
+        (*r->body)(mt);
+        for (const OutEdge& o : r->out[mt])
+          if (r->payload->pack) r->payload->pack(o.consumer, o.k, r->buf[o.edge].data());
+      },
+      "task " + member_task_name(g.label(id), a->member, r->tp));
+  const bool ok = err.empty();
+  if (!ok) r->fail(std::move(err));
   r->end[mt] = abs_now();
   // Messages leave as soon as the producer is done; a non-blocking call.
   if (ok)
@@ -165,14 +163,8 @@ void epilogue_body(void** /*buffers*/, void* cl_arg) {
   r->epi_worker[i] = starpu_worker_get_id();
   r->running.fetch_add(1);
   r->epi_start[i] = abs_now();
-  const std::string what = epilogue_name(i, S, r->tp);
-  try {
-    (*r->epilogue)(i);
-  } catch (const std::exception& e) {
-    r->fail(fmt::format("{} failed: {}", what, e.what()));
-  } catch (...) {
-    r->fail(fmt::format("{} failed with a non-standard exception", what));
-  }
+  std::string err = run_guarded([&] { (*r->epilogue)(i); }, epilogue_name(i, S, r->tp));
+  if (!err.empty()) r->fail(std::move(err));
   r->epi_end[i] = abs_now();
   r->running.fetch_sub(1);
   r->done.fetch_add(1);

@@ -54,6 +54,17 @@ void unregister_all(const std::vector<starpu_data_handle_t>& handles) {
     if (h) starpu_data_unregister(h);
 }
 
+std::string run_guarded(const std::function<void()>& work, const std::string& what) {
+  try {
+    work();
+    return "";
+  } catch (const std::exception& e) {
+    return fmt::format("{} failed: {}", what, e.what());
+  } catch (...) {
+    return fmt::format("{} failed with a non-standard exception", what);
+  }
+}
+
 std::string member_task_name(const std::string& label, int member, int tp) {
   return tp > 1 ? fmt::format("{} (TP member {})", label, member) : label;
 }

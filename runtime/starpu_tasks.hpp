@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ class WorkerPlacement {
 // unregister_all().
 std::vector<starpu_data_handle_t> register_variables(std::vector<double>& values);
 void unregister_all(const std::vector<starpu_data_handle_t>& handles);
+
+// Runs a task's work; "" when it returned, else "<what> failed: <reason>"
+// (a throw never escapes into StarPU's worker).
+std::string run_guarded(const std::function<void()>& work, const std::string& what);
 
 // "1F3" or "1F3 (TP member 1)"; "epilogue of stage 2 (TP member 1)" for
 // epilogue index member * stages + stage.

@@ -34,12 +34,7 @@ MmModel::MmModel(const GptConfig& gpt, int enc_layers, std::uint64_t seed) : cfg
     lang_.push_back(f.block(d, cfg_.layers, fmt::format("block{}.", i), params_));
   }
   lang_param_begin_.push_back(params_.size());
-  lnf_w_ = f.ones(d), lnf_b_ = f.zeros(d);
-  head_w_ = f.normal({V, d}, 0.02), head_b_ = f.zeros(V);
-  params_.push_back({"lnf.w", lnf_w_});
-  params_.push_back({"lnf.b", lnf_b_});
-  params_.push_back({"head.w", head_w_});
-  params_.push_back({"head.b", head_b_});
+  head_ = f.head(d, V, params_);
   const int64_t L = kPrefix + kCaption;
   causal_mask_ = torch::ones({L, L}, torch::kBool).triu(1);
 }
@@ -83,8 +78,7 @@ torch::Tensor MmModel::stage_forward(const StageRange& r, bool first, bool last,
   torch::Tensor x = first ? encode(mb) : input;
   for (int i = r.first; i < r.last; ++i) x = transformer_block(lang_[i], x, cfg_.heads, causal_mask_);
   if (!last) return x;
-  auto h = torch::layer_norm(x.slice(1, kPrefix, kPrefix + kCaption), {cfg_.d_model}, lnf_w_, lnf_b_);
-  return torch::linear(h, head_w_, head_b_);
+  return head_.forward(x.slice(1, kPrefix, kPrefix + kCaption));
 }
 
 std::vector<Microbatch> make_image_microbatches(const std::vector<ImageSample>& samples, int M, int b) {

@@ -30,7 +30,7 @@ class MmModel : public Model {
   GptConfig cfg_;
   int enc_layers_;
   torch::Tensor patch_w_, patch_b_, patch_pos_, pool_q_, proj_w_, proj_b_, tok_emb_, pos_emb_;
-  torch::Tensor lnf_w_, lnf_b_, head_w_, head_b_;
+  HeadParams head_;
   std::vector<BlockParams> enc_, lang_;
   torch::Tensor causal_mask_;
   std::vector<NamedParam> params_;

@@ -48,6 +48,28 @@ torch::Tensor self_attention(const torch::Tensor& h, const torch::Tensor& qkv_w,
   return torch::matmul(att, v).transpose(1, 2).reshape({B, T, heads * dh});
 }
 
+HeadParams ParamFactory::head(int64_t d, int64_t vocab, std::vector<NamedParam>& out) {
+  HeadParams h{ones(d), zeros(d), normal({vocab, d}, 0.02), zeros(vocab)};
+  out.push_back({"lnf.w", h.lnf_w});
+  out.push_back({"lnf.b", h.lnf_b});
+  out.push_back({"head.w", h.head_w});
+  out.push_back({"head.b", h.head_b});
+  return h;
+}
+
+torch::Tensor HeadParams::forward(const torch::Tensor& x) const {
+  return torch::linear(torch::layer_norm(x, {x.size(-1)}, lnf_w, lnf_b), head_w, head_b);
+}
+
+std::vector<NamedParam> gpt_stage_params(const std::vector<NamedParam>& all, const std::vector<std::size_t>& block_begin,
+                                         const StageRange& r, bool first, bool last) {
+  std::vector<NamedParam> out;
+  if (first) out.insert(out.end(), all.begin(), all.begin() + 2);
+  out.insert(out.end(), all.begin() + block_begin[r.first], all.begin() + block_begin[r.last]);
+  if (last) out.insert(out.end(), all.end() - 4, all.end());
+  return out;
+}
+
 torch::Tensor transformer_block(const BlockParams& b, const torch::Tensor& x, int64_t H,
                                 const torch::Tensor& masked) {
   const int64_t d = x.size(2);
@@ -77,21 +99,12 @@ GptModel::GptModel(const GptConfig& cfg, std::uint64_t seed) : cfg_(cfg) {
     blocks_.push_back(f.block(d, cfg.layers, "block" + std::to_string(i) + ".", params_));
   }
   block_param_begin_.push_back(params_.size());
-  lnf_w_ = f.ones(d), lnf_b_ = f.zeros(d);
-  head_w_ = f.normal({V, d}, 0.02), head_b_ = f.zeros(V);
-  params_.push_back({"lnf.w", lnf_w_});
-  params_.push_back({"lnf.b", lnf_b_});
-  params_.push_back({"head.w", head_w_});
-  params_.push_back({"head.b", head_b_});
+  head_ = f.head(d, V, params_);
   causal_mask_ = torch::ones({T, T}, torch::kBool).triu(1);
 }
 
 std::vector<NamedParam> GptModel::stage_params(const StageRange& r, bool first, bool last) const {
-  std::vector<NamedParam> out;
-  if (first) out.insert(out.end(), params_.begin(), params_.begin() + 2);
-  out.insert(out.end(), params_.begin() + block_param_begin_[r.first], params_.begin() + block_param_begin_[r.last]);
-  if (last) out.insert(out.end(), params_.end() - 4, params_.end());
-  return out;
+  return gpt_stage_params(params_, block_param_begin_, r, first, last);
 }
 
 torch::Tensor GptModel::embed(const torch::Tensor& tokens) const {
@@ -105,8 +118,7 @@ torch::Tensor GptModel::block(int i, const torch::Tensor& x) const {
 }
 
 torch::Tensor GptModel::head(const torch::Tensor& x) const {
-  auto h = torch::layer_norm(x, {cfg_.d_model}, lnf_w_, lnf_b_);
-  return torch::linear(h, head_w_, head_b_);
+  return head_.forward(x);
 }
 
 torch::Tensor GptModel::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,

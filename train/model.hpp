@@ -52,6 +52,12 @@ struct BlockParams {
   torch::Tensor ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b;
 };
 
+// Final layer norm and LM head: logits = linear(layer_norm(x)).
+struct HeadParams {
+  torch::Tensor lnf_w, lnf_b, head_w, head_b;
+  torch::Tensor forward(const torch::Tensor& x) const;
+};
+
 // Builds parameters in a fixed order from one generator.
 class ParamFactory {
  public:
@@ -61,6 +67,8 @@ class ParamFactory {
   static torch::Tensor ones(int64_t n);
   // A pre-norm block of width d with a 4d MLP, its params appended to `out`.
   BlockParams block(int64_t d, int layers_for_scaling, const std::string& prefix, std::vector<NamedParam>& out);
+  // Final norm and a d -> vocab head ("lnf.w", "lnf.b", "head.w", "head.b"), appended to `out`.
+  HeadParams head(int64_t d, int64_t vocab, std::vector<NamedParam>& out);
 
  private:
   at::Generator gen_;
@@ -93,12 +101,19 @@ class GptModel : public Model {
 
  private:
   GptConfig cfg_;
-  torch::Tensor tok_emb_, pos_emb_, lnf_w_, lnf_b_, head_w_, head_b_;
+  torch::Tensor tok_emb_, pos_emb_;
+  HeadParams head_;
   std::vector<BlockParams> blocks_;
   torch::Tensor causal_mask_;  // [T, T], true above the diagonal
   std::vector<NamedParam> params_;
   std::vector<std::size_t> block_param_begin_;  // index into params_ per block
 };
+
+// A GPT-style stage's parameters: the embeddings (the first two) on the
+// first stage, blocks [r.first, r.last) (block i starts at block_begin[i]),
+// and the final norm and head (the last four) on the last stage.
+std::vector<NamedParam> gpt_stage_params(const std::vector<NamedParam>& all, const std::vector<std::size_t>& block_begin,
+                                         const StageRange& r, bool first, bool last);
 
 // Forward of one model stage of any model.
 class StageModule {

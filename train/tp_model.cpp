@@ -10,11 +10,7 @@ namespace rrfp::train {
 
 namespace {
 
-struct TpContext {
-  TpComm* comm;
-  int group, member, task, next;
-};
-thread_local TpContext* current = nullptr;
+thread_local TpTaskScope::Context* current = nullptr;
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -103,16 +99,12 @@ GptTpShard::GptTpShard(const GptModel& full, int members, int member)
   block_param_begin_.push_back(2 + 12 * static_cast<std::size_t>(cfg_.layers));
   const std::size_t e = params_.size();
   if (e != block_param_begin_.back() + 4) throw std::logic_error("GptTpShard: unexpected parameter layout");
-  lnf_w_ = params_[e - 4].t, lnf_b_ = params_[e - 3].t, head_w_ = params_[e - 2].t, head_b_ = params_[e - 1].t;
+  head_ = {params_[e - 4].t, params_[e - 3].t, params_[e - 2].t, params_[e - 1].t};
   causal_mask_ = torch::ones({cfg_.seq_len, cfg_.seq_len}, torch::kBool).triu(1);
 }
 
 std::vector<NamedParam> GptTpShard::stage_params(const StageRange& r, bool first, bool last) const {
-  std::vector<NamedParam> out;
-  if (first) out.insert(out.end(), params_.begin(), params_.begin() + 2);
-  out.insert(out.end(), params_.begin() + block_param_begin_[r.first], params_.begin() + block_param_begin_[r.last]);
-  if (last) out.insert(out.end(), params_.end() - 4, params_.end());
-  return out;
+  return gpt_stage_params(params_, block_param_begin_, r, first, last);
 }
 
 torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
@@ -126,20 +118,17 @@ torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool la
   auto masked = causal_mask_.slice(0, 0, T).slice(1, 0, T);
   for (int i = r.first; i < r.last; ++i) x = tp_block(blocks_[i], x, cfg_.heads / T_, dh, masked);
   if (!last) return x;
-  return torch::linear(torch::layer_norm(x, {cfg_.d_model}, lnf_w_, lnf_b_), head_w_, head_b_);
+  return head_.forward(x);
 }
 
-TpTaskScope::TpTaskScope(TpComm* comm, int group, int member, int task) {
-  current = new TpContext{comm, group, member, task, 0};
+TpTaskScope::TpTaskScope(TpComm* comm, int group, int member, int task) : ctx_{comm, group, member, task, 0} {
+  current = &ctx_;
 }
 
-TpTaskScope::~TpTaskScope() {
-  delete current;
-  current = nullptr;
-}
+TpTaskScope::~TpTaskScope() { current = nullptr; }
 
 void tp_allreduce(torch::Tensor& t) {
-  TpContext* c = current;
+  TpTaskScope::Context* c = current;
   if (!c) throw std::logic_error("tensor-parallel all-reduce outside a task (no TpTaskScope on this thread)");
   if (c->next >= 64) throw std::logic_error("more than 64 all-reduces in one task");
   c->comm->allreduce(c->group, c->member, collective_id(c->task, c->next++), t.data_ptr<float>(),

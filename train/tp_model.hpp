@@ -49,7 +49,8 @@ class GptTpShard : public Model {
  private:
   GptConfig cfg_;
   int T_, member_;
-  torch::Tensor tok_emb_, pos_emb_, lnf_w_, lnf_b_, head_w_, head_b_;
+  torch::Tensor tok_emb_, pos_emb_;
+  HeadParams head_;
   std::vector<BlockParams> blocks_;
   torch::Tensor causal_mask_;
   std::vector<NamedParam> params_;
@@ -65,6 +66,14 @@ class TpTaskScope {
   ~TpTaskScope();
   TpTaskScope(const TpTaskScope&) = delete;
   TpTaskScope& operator=(const TpTaskScope&) = delete;
+
+  struct Context {
+    TpComm* comm;
+    int group, member, task, next;
+  };
+
+ private:
+  Context ctx_;  // what tp_allreduce() reads through a thread-local pointer
 };
 
 // Sums `t` (contiguous float) over the current task's group, in place.
