@@ -117,6 +117,11 @@ int inflight_slack_from_env(int fallback) {
   return static_cast<int>(v);
 }
 
+void prepare_session(const Hint& hint, const ExecOptions& opt) {
+  const int slots = hint.devices() * opt.tensor_parallel;
+  if (slots <= max_cpu_workers()) StarpuSession::reuse(resolve_policy(opt.policy), slots, opt.profile);
+}
+
 ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const ExecOptions& opt) {
   const TaskGraph& g = *hint.graph;
   const int n = g.size(), D = hint.devices(), T = opt.tensor_parallel, S = g.spec().stages;

@@ -11,8 +11,9 @@
 // it after every W/BW of the stage, on the stage's device worker.
 //
 // The task body is the caller's: a sleep for the synthetic benchmark, a
-// LibTorch stage pass for training. execute() opens and closes the StarPU
-// session itself (one StarPU instance per process, re-initialised per run).
+// LibTorch stage pass for training. execute() opens the StarPU session
+// itself and keeps it for the next run with the same policy and worker
+// count (runtime/session.hpp: one StarPU instance per process).
 #pragma once
 
 #include <functional>
@@ -81,6 +82,10 @@ struct ExecError : std::runtime_error {
 // Throws SpecError for bad configuration (policy, devices > workers, ...),
 // ExecError when the run itself fails. Never hangs on a stall.
 ExecResult execute(const Hint& hint, const std::function<void(int task)>& body, const ExecOptions& opt = {});
+
+// Opens (or keeps) the StarPU session that execute(hint, ..., opt) will use,
+// so that a caller timing its runs can leave StarPU's start-up out.
+void prepare_session(const Hint& hint, const ExecOptions& opt = {});
 
 // RRFP_INFLIGHT_SLACK, or `fallback` when unset; SpecError when malformed.
 int inflight_slack_from_env(int fallback = 0);

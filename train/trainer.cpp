@@ -127,85 +127,103 @@ void check_identity(const nlohmann::json& want, const nlohmann::json& meta, cons
 
 }  // namespace
 
-TrainResult train(const TrainOptions& o, const std::function<void(const StepRecord&)>& on_step) {
-  check_options(o);
-  const int M = o.microbatches;
-  const int b = o.batch_size > 0 ? o.batch_size / M : o.micro_batch_size;
-  HintParams hp;
-  hp.stages = o.stages;
-  hp.microbatches = M;
-  hp.chunks = o.chunks;
-  hp.split = o.split;
-  const Hint hint = make_hint(o.hint, hp);
-  const TaskGraph& g = *hint.graph;
-  const int P = hint.spec().stages;
-  const bool mm = o.model == "mm-tiny";
-  torch::set_num_threads(1);
+// Everything one run holds between steps. Built (and resumed) by the
+// constructor, advanced by step(), reported by finish().
+struct Trainer::Impl {
+  const TrainOptions o;
+  const int M, b;
+  const Hint hint;
+  const TaskGraph& g;
+  const int P;          // model stages
+  const bool mm;
+  const int TP;
+  const bool mpi;       // under mpirun/srun each rank runs its own stages (docs/mpi.md)
+  int mpi_rank = 0;
   std::unique_ptr<Model> model_ptr;
-  if (mm)
-    model_ptr = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
-  else
-    model_ptr = std::make_unique<GptModel>(o.gpt, o.seed);
-  const Model& model = *model_ptr;
-  model.partition(P);  // "more stages than blocks" before any work
   // Tensor parallelism: member t of every device trains shards[t]; member
   // pipelines[t] holds its passes' state (train/tp_model.hpp).
-  const int TP = o.tensor_parallel;
   std::vector<std::unique_ptr<GptTpShard>> shards;
-  for (int t = 0; t < TP && TP > 1; ++t)
-    shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model), TP, t));
-  auto member_model = [&](int t) -> const Model& { return TP > 1 ? *shards[t] : model; };
-
   // Data: text windows (gpt-tiny) or drawn images (mm-tiny); either way the
   // sampler's state is the data position.
-  std::shared_ptr<const std::string> text;
-  if (!mm)
-    text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
-                                                                   : load_text(o.data_path));
   std::unique_ptr<Sampler> sampler_text;
   std::unique_ptr<ImageSampler> sampler_img;
-  if (mm)
-    sampler_img = std::make_unique<ImageSampler>(o.seed ^ 0x1a6eULL);
-  else
-    sampler_text = std::make_unique<Sampler>(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
-  auto sampler_state = [&] { return mm ? sampler_img->state() : sampler_text->state(); };
-  auto next_batch = [&] {
-    return mm ? make_image_microbatches(sampler_img->next(M * b), M, b)
-              : make_microbatches(sampler_text->next(M * b), M, b, o.gpt.seq_len);
-  };
-
-  Pipeline pipe(member_model(0), P, M, o.deterministic);
-  std::vector<std::unique_ptr<Pipeline>> more_pipes;  // members 1..T-1
-  std::vector<Pipeline*> pipes = {&pipe};
-  for (int t = 1; t < TP; ++t) {
-    more_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic));
-    pipes.push_back(more_pipes.back().get());
-  }
+  std::vector<std::unique_ptr<Pipeline>> owned_pipes;
+  std::vector<Pipeline*> pipes;  // per member; pipes[0] is the leader's
   std::unique_ptr<TpComm> tp_comm;
-  // Under mpirun/srun each rank runs its own stages (docs/mpi.md).
-  const bool mpi = o.executor == "starpu" && mpi_launched();
   MpiTrainPlan plan;
-  int mpi_rank = 0;
-  if (mpi) {
-    mpi_rank = mpi_world().rank;
-    // Every message is one [b, positions, d_model] activation or gradient
-    // (mm-tiny: the encoder hands over its prefix and the caption, a fixed size).
-    const std::int64_t positions = mm ? kPrefix + kCaption : o.gpt.seq_len;
-    plan = mpi_train_plan(hint, pipes, o.devices_per_rank, mpi_rank, {b, positions, o.gpt.d_model});
-    if (TP > 1) {
-      // Every all-reduce is one [b, T, d_model] activation or its gradient.
-      auto c = std::make_unique<MpiTpComm>(hint.devices(), TP, o.devices_per_rank,
-                                           static_cast<std::size_t>(b) * o.gpt.seq_len * o.gpt.d_model, 60.0);
-      plan.mopt.tp_comm = c.get();
-      tp_comm = std::move(c);
-    }
-  } else if (TP > 1) {
-    tp_comm = std::make_unique<LocalTpComm>(hint.devices(), TP, 60.0);
+  std::vector<std::vector<AdamW>> opts;  // per member, per stage
+  std::vector<size_t> stage_begin;       // first global param index of each stage
+  nlohmann::json ident;
+  TrainResult res;
+  int next = 1;                          // the step step() trains
+  const Fault fault = Fault::from_env();
+  double predicted_bubble = 0;
+  std::vector<int> order;                // replay executor
+  Timeline trace;
+  std::vector<double> t_start, t_end;    // per task, seconds since t_run
+  std::vector<double> opt_start, opt_end;  // optimizer tasks, for --trace
+  Clock::time_point t_run;
+  double tokens = 0;                     // per step
+
+  static int micro_batch(const TrainOptions& o) {
+    check_options(o);
+    return o.batch_size > 0 ? o.batch_size / o.microbatches : o.micro_batch_size;
   }
-  std::vector<std::vector<AdamW>> opts(TP);  // per member, per stage
-  std::vector<AdamW>& opt = opts[0];
-  std::vector<size_t> stage_begin;  // first global param index of each stage
-  {
+  static Hint hint_of(const TrainOptions& o) {
+    HintParams hp;
+    hp.stages = o.stages;
+    hp.microbatches = o.microbatches;
+    hp.chunks = o.chunks;
+    hp.split = o.split;
+    return make_hint(o.hint, hp);
+  }
+
+  explicit Impl(const TrainOptions& opt)
+      : o(opt),
+        M(o.microbatches),
+        b(micro_batch(o)),  // validates the options first
+        hint(hint_of(o)),
+        g(*hint.graph),
+        P(hint.spec().stages),
+        mm(o.model == "mm-tiny"),
+        TP(o.tensor_parallel),
+        mpi(o.executor == "starpu" && mpi_launched()) {
+    torch::set_num_threads(1);
+    if (mm)
+      model_ptr = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
+    else
+      model_ptr = std::make_unique<GptModel>(o.gpt, o.seed);
+    model().partition(P);  // "more stages than blocks" before any work
+    for (int t = 0; t < TP && TP > 1; ++t)
+      shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model()), TP, t));
+    if (mm) {
+      sampler_img = std::make_unique<ImageSampler>(o.seed ^ 0x1a6eULL);
+    } else {
+      auto text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
+                                                                           : load_text(o.data_path));
+      sampler_text = std::make_unique<Sampler>(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
+    }
+    for (int t = 0; t < TP; ++t) {
+      owned_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic));
+      pipes.push_back(owned_pipes.back().get());
+    }
+    if (mpi) {
+      mpi_rank = mpi_world().rank;
+      // Every message is one [b, positions, d_model] activation or gradient
+      // (mm-tiny: the encoder hands over its prefix and the caption, a fixed size).
+      const std::int64_t positions = mm ? kPrefix + kCaption : o.gpt.seq_len;
+      plan = mpi_train_plan(hint, pipes, o.devices_per_rank, mpi_rank, {b, positions, o.gpt.d_model});
+      if (TP > 1) {
+        // Every all-reduce is one [b, T, d_model] activation or its gradient.
+        auto c = std::make_unique<MpiTpComm>(hint.devices(), TP, o.devices_per_rank,
+                                             static_cast<std::size_t>(b) * o.gpt.seq_len * o.gpt.d_model, 60.0);
+        plan.mopt.tp_comm = c.get();
+        tp_comm = std::move(c);
+      }
+    } else if (TP > 1) {
+      tp_comm = std::make_unique<LocalTpComm>(hint.devices(), TP, 60.0);
+    }
+    opts.resize(TP);
     AdamWOptions ao;
     ao.lr = o.lr;
     for (int t = 0; t < TP; ++t) {
@@ -218,37 +236,58 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
         opts[t].emplace_back(ps, ao);
       }
     }
+    res.model_stages = P;
+    ident = identity(o, P, b);
+    if (o.resume) resume();
+    next = res.first_step;
+    if (o.executor == "replay") order = replay_order(hint, &predicted_bubble);
+    res.policy = o.executor == "starpu" ? "" : o.executor;
+    for (int d = 0; d < hint.devices(); ++d) trace.tracks.push_back(fmt::format("device {}", d));
+    trace.title = fmt::format("rrfp train {} {} S={} M={}", o.model, o.hint, o.stages, M);
+    t_start.assign(g.size(), 0);
+    t_end.assign(g.size(), 0);
+    opt_start.assign(P, -1);
+    opt_end.assign(P, -1);
+    tokens = static_cast<double>(M) * b * (mm ? kCaption : o.gpt.seq_len);
+    t_run = Clock::now();
   }
+
+  const Model& model() const { return *model_ptr; }
+  const Model& member_model(int t) const { return TP > 1 ? *shards[t] : model(); }
+  Pipeline& pipe() { return *pipes[0]; }
+  SamplerState sampler_state() const { return mm ? sampler_img->state() : sampler_text->state(); }
+  std::vector<Microbatch> next_batch() {
+    return mm ? make_image_microbatches(sampler_img->next(M * b), M, b)
+              : make_microbatches(sampler_text->next(M * b), M, b, o.gpt.seq_len);
+  }
+
   // Checkpoints hold the full model whatever TP is: members' shards are
   // gathered on save and split on resume (same file as a TP = 1 run).
-  auto gather = [&](const std::string& name, std::function<torch::Tensor(int member)> member_tensor) {
+  torch::Tensor gather(const std::string& name, const std::function<torch::Tensor(int member)>& member_tensor) const {
     if (TP == 1) return member_tensor(0);
     std::vector<torch::Tensor> parts;
     for (int t = 0; t < TP; ++t) parts.push_back(member_tensor(t));
     return unshard(parts, shard_spec(name));
-  };
-  auto scatter = [&](const Checkpoint& c, const std::string& key, const std::string& name, const torch::Tensor& like,
-                     std::function<torch::Tensor(int member)> member_tensor, const std::string& where) {
+  }
+  void scatter(const Checkpoint& c, const std::string& key, const std::string& name, const torch::Tensor& like,
+               const std::function<torch::Tensor(int member)>& member_tensor, const std::string& where) const {
     torch::Tensor full = TP == 1 ? member_tensor(0) : torch::empty(like.sizes(), torch::kFloat32);
     from_ckpt(c, key, full, where);
     torch::NoGradGuard ng;
     for (int t = 0; t < TP && TP > 1; ++t) member_tensor(t).copy_(shard_of(full, shard_spec(name), t, TP));
-  };
+  }
 
-  TrainResult res;
-  res.model_stages = P;
-  const nlohmann::json ident = identity(o, P, b);
-  if (o.resume) {
+  void resume() {
     const Checkpoint c = load_checkpoint(o.checkpoint_dir);
     const std::string where = checkpoint_path(o.checkpoint_dir);
     check_identity(ident, c.meta, where);
     try {
-      const auto& full = model.all_params();
+      const auto& full = model().all_params();
       for (size_t i = 0; i < full.size(); ++i)
         scatter(c, "param/" + full[i].name, full[i].name, full[i].t,
                 [&](int t) { return member_model(t).all_params()[i].t; }, where);
       for (int s = 0; s < P; ++s) {
-        const auto& ps = pipe.stage(s).params();
+        const auto& ps = pipe().stage(s).params();
         for (size_t i = 0; i < ps.size(); ++i) {
           const torch::Tensor& like = full[stage_begin[s] + i].t;
           scatter(c, "adam_m/" + ps[i].name, ps[i].name, like, [&](int t) { return opts[t][s].exp_avg()[i]; }, where);
@@ -271,7 +310,7 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     }
   }
 
-  auto save = [&](int step) {
+  void save(int step) {
     if (mpi) {
       // Each rank updated only its own stages (and members): their owners
       // broadcast parameters and AdamW moments, so every rank holds the
@@ -296,15 +335,15 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     c.meta["format"] = "rrfp-train";
     c.meta["step"] = step;
     c.meta["seed"] = o.seed;
-    c.meta["adam_steps"] = opt[0].steps();
+    c.meta["adam_steps"] = opts[0][0].steps();
     const SamplerState st = sampler_state();
     c.meta["sampler"] = {{"rng", {st.rng[0], st.rng[1], st.rng[2], st.rng[3]}}, {"sequences_drawn", st.sequences_drawn}};
-    const auto& full = model.all_params();
+    const auto& full = model().all_params();
     for (size_t i = 0; i < full.size(); ++i)
       c.tensors.push_back(
           to_ckpt("param/" + full[i].name, gather(full[i].name, [&](int t) { return member_model(t).all_params()[i].t; })));
     for (int s = 0; s < P; ++s) {
-      const auto& ps = pipe.stage(s).params();
+      const auto& ps = pipe().stage(s).params();
       for (size_t i = 0; i < ps.size(); ++i) {
         c.tensors.push_back(to_ckpt("adam_m/" + ps[i].name, gather(ps[i].name, [&](int t) { return opts[t][s].exp_avg()[i]; })));
         c.tensors.push_back(
@@ -312,130 +351,154 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
       }
     }
     save_checkpoint(o.checkpoint_dir, c);
-  };
+  }
 
-  const Fault fault = Fault::from_env();
-  double predicted_bubble = 0;
-  const std::vector<int> order = o.executor == "replay" ? replay_order(hint, &predicted_bubble) : std::vector<int>{};
-  res.policy = o.executor == "starpu" ? "" : o.executor;
-  Timeline trace;
-  for (int d = 0; d < hint.devices(); ++d) trace.tracks.push_back(fmt::format("device {}", d));
-  trace.title = fmt::format("rrfp train {} {} S={} M={}", o.model, o.hint, o.stages, M);
-  std::vector<double> t_start(g.size()), t_end(g.size());
-  std::vector<double> opt_start(P, -1), opt_end(P, -1);  // optimizer tasks, for --trace
-  const auto t_run = Clock::now();
-  const double tokens = static_cast<double>(M) * b * (mm ? kCaption : o.gpt.seq_len);
+  void optimizer_step(int member, int s, int step, const std::vector<torch::Tensor>& gr) {
+    if (fault.hits_optimizer(s, step))
+      throw std::runtime_error(fmt::format("injected failure in the optimizer step of stage {} at step {} "
+                                           "(RRFP_FAIL_TASK)", s, step));
+    opts[member][s].step(gr);
+  }
 
-  for (int step = res.first_step; step <= o.steps; ++step) {
+  // The plain LibTorch loop (no pipeline): the gradients of every stage.
+  std::vector<std::vector<torch::Tensor>> plain_pass(std::vector<Microbatch> mbs, StepRecord& rec) {
+    std::vector<std::vector<torch::Tensor>> grads(P);
+    const auto tp = Clock::now();
+    ReferenceStep r = reference_step(model(), mbs);
+    rec.busy_s = secs(Clock::now() - tp);
+    rec.loss = static_cast<float>(r.loss);  // losses are float: %.9g round-trips
+    for (int s = 0; s < P; ++s) {
+      const size_t n = pipe().stage(s).params().size();
+      grads[s].assign(r.grads.begin() + stage_begin[s], r.grads.begin() + stage_begin[s] + n);
+    }
+    rec.peak_activation_per_stage.assign(P, 0);
+    return grads;
+  }
+
+#ifdef RRFP_TRAIN_HAVE_EXECUTOR
+  ExecOptions exec_options(int step) {
+    ExecOptions eo;
+    eo.policy = o.policy;
+    eo.tensor_parallel = TP;
+    // Each stage's AdamW step (each member's, with TP) is a StarPU task on
+    // the stage's device, after all of its W/BW tasks (deterministic mode:
+    // the microbatch gradients are summed in order there too).
+    eo.stage_epilogue = [this, step](int i) {  // member * P + stage
+      const int t = i / P, s = i % P;
+      if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
+      one_intra_op_thread();
+      optimizer_step(t, s, step, pipes[t]->stage_grads(s));
+      if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
+    };
+    return eo;
+  }
+#endif
+
+  // The passes of one step on StarPU (or replayed on this thread). Returns
+  // true when the optimizer steps ran there too (as StarPU tasks).
+  bool pipeline_pass(std::vector<Microbatch> mbs, int step, StepRecord& rec) {
+    bool stepped = false;
+    for (int t = 1; t < TP; ++t) pipes[t]->begin_step(mbs);
+    if (tp_comm) tp_comm->clear_log();  // the collective logs are per step
+    pipe().begin_step(std::move(mbs));
+    // With tensor parallelism the executor calls this once per member,
+    // with member * tasks + id.
+    auto body = [&](int call) {
+      const int id = call % g.size(), member = call / g.size();
+      if (fault.hits(g, id, step))
+        throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
+                                             g.label(id), step));
+      if (member == 0) t_start[id] = secs(Clock::now() - t_run);
+      const Task& t = g.task(id);
+      std::optional<TpTaskScope> scope;
+      if (TP > 1) scope.emplace(tp_comm.get(), t.device, member, id);
+      pipes[member]->run(t.kind, t.stage, t.mb);
+      if (member == 0) t_end[id] = secs(Clock::now() - t_run);
+    };
+    if (o.executor == "starpu") {
+#ifdef RRFP_TRAIN_HAVE_EXECUTOR
+      const ExecOptions eo = exec_options(step);
+      const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
+      res.policy = r.policy;
+      stepped = true;
+      for (int s = 0; s < P && s < static_cast<int>(r.epilogue_worker.size()); ++s)
+        for (int d = 0; d < r.devices; ++d)
+          if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
+      if (mpi && !o.trace_path.empty()) {
+        // The merged records of every rank, on one time origin.
+        const double off = secs(Clock::now() - t_run) - r.wall_s;
+        for (int id = 0; id < g.size(); ++id) t_start[id] = off + r.start_s[id], t_end[id] = off + r.end_s[id];
+      }
+      double busy = 0;
+      for (double x : r.busy_s) busy += x;
+      rec.busy_s = busy;
+      rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
+#else
+      throw SpecError("this build has no StarPU executor (runtime/executor.hpp); use --executor replay");
+#endif
+    } else {
+      for (int id : order) body(id);
+      for (int id : order) rec.busy_s += t_end[id] - t_start[id];
+      rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
+    }
+    rec.loss = static_cast<float>(pipe().loss());
+    if (mpi) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
+    rec.peak_activation_per_stage = pipe().peak_activation_bytes();
+    if (!o.trace_path.empty())
+      for (int id = 0; id < g.size(); ++id)
+        trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
+    // (Under MPI each rank knows only its own optimizer tasks: left out.)
+    if (!o.trace_path.empty() && stepped && !mpi)
+      for (int s = 0; s < P; ++s)
+        if (opt_start[s] >= 0)
+          trace.slices.push_back({g.spec().device_of(s, 0), fmt::format("opt{}", s), opt_start[s], opt_end[s]});
+    return stepped;
+  }
+
+  StepRecord step() {
+    const int step = next;
     auto mbs = next_batch();
     StepRecord rec;
     rec.step = step;
-    const auto t0 = Clock::now();
-    std::vector<std::vector<torch::Tensor>> grads(P);  // plain and replay (no tensor parallelism there)
-    bool stepped = false;  // the optimizer steps ran as StarPU tasks
     rec.optimizer_device.assign(P, -1);
-    auto optimizer_step = [&](int member, int s, const std::vector<torch::Tensor>& gr) {
-      if (fault.hits_optimizer(s, step))
-        throw std::runtime_error(fmt::format("injected failure in the optimizer step of stage {} at step {} "
-                                             "(RRFP_FAIL_TASK)", s, step));
-      opts[member][s].step(gr);
-    };
-    if (o.executor == "plain") {
-      const auto tp = Clock::now();
-      ReferenceStep r = reference_step(model, mbs);
-      rec.busy_s = secs(Clock::now() - tp);
-      rec.loss = static_cast<float>(r.loss);  // losses are float: %.9g round-trips
-      for (int s = 0; s < P; ++s) {
-        const size_t n = pipe.stage(s).params().size();
-        grads[s].assign(r.grads.begin() + stage_begin[s], r.grads.begin() + stage_begin[s] + n);
-      }
-      rec.peak_activation_per_stage.assign(P, 0);
-    } else {
-      for (int t = 1; t < TP; ++t) pipes[t]->begin_step(mbs);
-      if (tp_comm) tp_comm->clear_log();  // the collective logs are per step
-      pipe.begin_step(std::move(mbs));
-      // With tensor parallelism the executor calls this once per member,
-      // with member * tasks + id.
-      auto body = [&](int call) {
-        const int id = call % g.size(), member = call / g.size();
-        if (fault.hits(g, id, step))
-          throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
-                                               g.label(id), step));
-        if (member == 0) t_start[id] = secs(Clock::now() - t_run);
-        const Task& t = g.task(id);
-        std::optional<TpTaskScope> scope;
-        if (TP > 1) scope.emplace(tp_comm.get(), t.device, member, id);
-        pipes[member]->run(t.kind, t.stage, t.mb);
-        if (member == 0) t_end[id] = secs(Clock::now() - t_run);
-      };
-      if (o.executor == "starpu") {
 #ifdef RRFP_TRAIN_HAVE_EXECUTOR
-        ExecOptions eo;
-        eo.policy = o.policy;
-        eo.tensor_parallel = TP;
-        // Each stage's AdamW step (each member's, with TP) is a StarPU task
-        // on the stage's device, after all of its W/BW tasks (deterministic
-        // mode: the microbatch gradients are summed in order there too).
-        eo.stage_epilogue = [&](int i) {  // member * P + stage
-          const int t = i / P, s = i % P;
-          if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
-          one_intra_op_thread();
-          optimizer_step(t, s, pipes[t]->stage_grads(s));
-          if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
-        };
-        const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
-        res.policy = r.policy;
-        stepped = true;
-        for (int s = 0; s < P && s < static_cast<int>(r.epilogue_worker.size()); ++s)
-          for (int d = 0; d < r.devices; ++d)
-            if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
-        if (mpi && !o.trace_path.empty()) {
-          // The merged records of every rank, on one time origin.
-          const double off = secs(Clock::now() - t_run) - r.wall_s;
-          for (int id = 0; id < g.size(); ++id) t_start[id] = off + r.start_s[id], t_end[id] = off + r.end_s[id];
-        }
-        double busy = 0;
-        for (double x : r.busy_s) busy += x;
-        rec.busy_s = busy;
-        rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
-#else
-        throw SpecError("this build has no StarPU executor (runtime/executor.hpp); use --executor replay");
+    // StarPU's start-up (first step, or after another run used StarPU) is
+    // not part of the step's time.
+    if (o.executor == "starpu" && !mpi) prepare_session(hint, exec_options(step));
 #endif
-      } else {
-        for (int id : order) body(id);
-        for (int id : order) rec.busy_s += t_end[id] - t_start[id];
-        rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
-      }
-      rec.loss = static_cast<float>(pipe.loss());
-      if (mpi) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
+    const auto t0 = Clock::now();
+    std::vector<std::vector<torch::Tensor>> grads;  // plain and replay (no tensor parallelism there)
+    bool stepped = false;
+    if (o.executor == "plain") {
+      grads = plain_pass(std::move(mbs), rec);
+    } else {
+      stepped = pipeline_pass(std::move(mbs), step, rec);
       if (!stepped)
-        for (int s = 0; s < P; ++s) grads[s] = pipe.stage_grads(s);
-      rec.peak_activation_per_stage = pipe.peak_activation_bytes();
-      if (!o.trace_path.empty())
-        for (int id = 0; id < g.size(); ++id)
-          trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});
-      // (Under MPI each rank knows only its own optimizer tasks: left out.)
-      if (!o.trace_path.empty() && stepped && !mpi)
-        for (int s = 0; s < P; ++s)
-          if (opt_start[s] >= 0) trace.slices.push_back({g.spec().device_of(s, 0), fmt::format("opt{}", s), opt_start[s], opt_end[s]});
+        for (int s = 0; s < P; ++s) grads.push_back(pipe().stage_grads(s));
     }
     // Without StarPU (plain loop, replay) the optimizer step ends the
     // iteration on this thread, stage by stage.
     if (!stepped)
-      for (int s = 0; s < P; ++s) optimizer_step(0, s, grads[s]);
+      for (int s = 0; s < P; ++s) optimizer_step(0, s, step, grads[s]);
     rec.step_s = secs(Clock::now() - t0);
     rec.tokens_per_s = rec.step_s > 0 ? tokens / rec.step_s : 0;
     for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
     res.steps.push_back(rec);
-    if (on_step) on_step(rec);
+    ++next;
     if (!o.checkpoint_dir.empty() &&
         ((o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps))
       save(step);
+    return rec;
   }
-  res.grad_buffer_bytes = o.executor == "plain" ? 0 : pipe.grad_buffer_bytes();
 
-  if (!o.trace_path.empty() && mpi_rank == 0) write_chrome_trace(trace, o.trace_path);
-  if (!o.json_path.empty() && mpi_rank == 0) {
+  TrainResult finish() {
+    res.grad_buffer_bytes = o.executor == "plain" ? 0 : pipe().grad_buffer_bytes();
+    if (!o.trace_path.empty() && mpi_rank == 0) write_chrome_trace(trace, o.trace_path);
+    if (!o.json_path.empty() && mpi_rank == 0) write_json();
+    return res;
+  }
+
+  void write_json() const {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& r : res.steps)
       steps.push_back({{"step", r.step},
@@ -462,7 +525,25 @@ TrainResult train(const TrainOptions& o, const std::function<void(const StepReco
     if (!out) throw SpecError(fmt::format("cannot write '{}'", o.json_path));
     out << j.dump(2) << "\n";
   }
-  return res;
+};
+
+Trainer::Trainer(const TrainOptions& o) : impl_(std::make_unique<Impl>(o)) {}
+Trainer::~Trainer() = default;
+bool Trainer::done() const { return impl_->next > impl_->o.steps; }
+int Trainer::next_step() const { return impl_->next; }
+StepRecord Trainer::step() {
+  if (done()) throw SpecError(fmt::format("the run already trained its {} steps", impl_->o.steps));
+  return impl_->step();
+}
+TrainResult Trainer::finish() { return impl_->finish(); }
+
+TrainResult train(const TrainOptions& o, const std::function<void(const StepRecord&)>& on_step) {
+  Trainer t(o);
+  while (!t.done()) {
+    const StepRecord r = t.step();
+    if (on_step) on_step(r);
+  }
+  return t.finish();
 }
 
 }  // namespace rrfp::train

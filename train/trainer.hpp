@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,27 @@ struct TrainResult {
   int first_step = 1;     // > 1 after --resume
   std::int64_t grad_buffer_bytes = 0;  // gradient buffers at the end of a step
   std::vector<StepRecord> steps;
+};
+
+// One run, a step at a time: what train() does, exposed so that a benchmark
+// can interleave the steps of several runs in one process (perf/bench_train_ab).
+// The constructor validates, builds the model and resumes; step() trains the
+// next step and writes the checkpoint when one is due; finish() writes
+// --json and --trace. Errors as for train().
+class Trainer {
+ public:
+  explicit Trainer(const TrainOptions& opt);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+  bool done() const;       // the last step (TrainOptions::steps) is trained
+  int next_step() const;   // the step that step() trains
+  StepRecord step();
+  TrainResult finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Throws SpecError (bad options, bad data, bad checkpoint) or the executor's
