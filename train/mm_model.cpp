@@ -1,4 +1,5 @@
 #include "train/mm_model.hpp"
+#include "train/linear_tape.hpp"
 
 #include <fmt/format.h>
 
@@ -61,14 +62,14 @@ std::vector<NamedParam> MmModel::stage_params(const StageRange& r, bool first, b
 
 torch::Tensor MmModel::encode(const Microbatch& mb) const {
   const int64_t N = mb.patches.size(1), d = cfg_.d_model;
-  torch::Tensor x = torch::linear(mb.patches, patch_w_, patch_b_) + patch_pos_.slice(0, 0, N);
+  torch::Tensor x = tape_linear(mb.patches, patch_w_, patch_b_) + patch_pos_.slice(0, 0, N);
   const torch::Tensor pad = mb.patch_mask.logical_not();  // [b, N]
   const torch::Tensor key_pad = pad.unsqueeze(1).unsqueeze(1);  // [b, 1, 1, N]
   for (const BlockParams& b : enc_) x = transformer_block(b, x, cfg_.heads, key_pad);
   // Attention pooling over the real patches into kPrefix tokens.
   auto scores = torch::matmul(pool_q_, x.transpose(1, 2)) * (1.0 / std::sqrt(static_cast<double>(d)));
   scores = scores.masked_fill(pad.unsqueeze(1), -std::numeric_limits<float>::infinity());
-  auto prefix = torch::linear(torch::matmul(torch::softmax(scores, -1), x), proj_w_, proj_b_);
+  auto prefix = tape_linear(torch::matmul(torch::softmax(scores, -1), x), proj_w_, proj_b_);
   auto text = torch::embedding(tok_emb_, mb.tokens);
   return torch::cat({prefix, text}, 1) + pos_emb_;
 }

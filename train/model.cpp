@@ -1,4 +1,5 @@
 #include "train/model.hpp"
+#include "train/linear_tape.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -40,7 +41,7 @@ BlockParams ParamFactory::block(int64_t d, int layers_for_scaling, const std::st
 torch::Tensor self_attention(const torch::Tensor& h, const torch::Tensor& qkv_w, const torch::Tensor& qkv_b,
                              int64_t heads, int64_t dh, const torch::Tensor& masked) {
   const int64_t B = h.size(0), T = h.size(1);
-  auto qkv = torch::linear(h, qkv_w, qkv_b).view({B, T, 3, heads, dh}).permute({2, 0, 3, 1, 4});
+  auto qkv = tape_linear(h, qkv_w, qkv_b).view({B, T, 3, heads, dh}).permute({2, 0, 3, 1, 4});
   auto q = qkv[0], k = qkv[1], v = qkv[2];
   auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(dh)));
   att = att.masked_fill(masked, -std::numeric_limits<float>::infinity());
@@ -58,7 +59,7 @@ HeadParams ParamFactory::head(int64_t d, int64_t vocab, std::vector<NamedParam>&
 }
 
 torch::Tensor HeadParams::forward(const torch::Tensor& x) const {
-  return torch::linear(torch::layer_norm(x, {x.size(-1)}, lnf_w, lnf_b), head_w, head_b);
+  return tape_linear(torch::layer_norm(x, {x.size(-1)}, lnf_w, lnf_b), head_w, head_b);
 }
 
 std::vector<NamedParam> gpt_stage_params(const std::vector<NamedParam>& all, const std::vector<std::size_t>& block_begin,
@@ -75,9 +76,9 @@ torch::Tensor transformer_block(const BlockParams& b, const torch::Tensor& x, in
   const int64_t d = x.size(2);
   auto h = torch::layer_norm(x, {d}, b.ln1_w, b.ln1_b);
   auto y = self_attention(h, b.qkv_w, b.qkv_b, H, d / H, masked);
-  auto x1 = x + torch::linear(y, b.proj_w, b.proj_b);
+  auto x1 = x + tape_linear(y, b.proj_w, b.proj_b);
   auto h2 = torch::layer_norm(x1, {d}, b.ln2_w, b.ln2_b);
-  return x1 + torch::linear(torch::gelu(torch::linear(h2, b.fc1_w, b.fc1_b)), b.fc2_w, b.fc2_b);
+  return x1 + tape_linear(torch::gelu(tape_linear(h2, b.fc1_w, b.fc1_b)), b.fc2_w, b.fc2_b);
 }
 
 torch::Tensor Model::loss(const torch::Tensor& logits, const torch::Tensor& targets) {

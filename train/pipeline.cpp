@@ -1,8 +1,10 @@
 #include "train/pipeline.hpp"
 
 #include <fmt/format.h>
+#include <torch/csrc/autograd/engine.h>
 
 #include <stdexcept>
+#include <unordered_map>
 
 namespace rrfp::train {
 
@@ -27,6 +29,10 @@ Pipeline::Pipeline(const Model& model, int model_stages, int microbatches, bool 
   for (int s = 0; s < model_stages; ++s) {
     stages_.emplace_back(model, ranges[s], s == 0, s + 1 == model_stages);
     mem_.push_back(std::make_shared<MemCounter>());
+    std::unordered_map<const void*, int> index;
+    const auto& ps = stages_.back().params();
+    for (size_t i = 0; i < ps.size(); ++i) index[ps[i].t.unsafeGetTensorImpl()] = static_cast<int>(i);
+    param_index_.push_back(std::move(index));
   }
   acc_mu_ = std::make_unique<std::mutex[]>(model_stages);
   peak_ = std::make_unique<std::atomic<std::int64_t>[]>(model_stages);
@@ -49,12 +55,6 @@ void Pipeline::begin_step(std::vector<Microbatch> mbs) {
 
 void Pipeline::check_order(bool ok, const char* what, int s, int m) const {
   if (!ok) throw std::logic_error(fmt::format("pass order violated: {} of stage {} microbatch {}", what, s, m));
-}
-
-std::vector<torch::Tensor> Pipeline::params_of(int s) const {
-  std::vector<torch::Tensor> p;
-  for (const auto& np : stages_[s].params()) p.push_back(np.t);
-  return p;
 }
 
 void one_intra_op_thread() {
@@ -83,7 +83,12 @@ void Pipeline::forward(int s, int m) {
       // activation belongs to this stage.
       sl.input = prev.output.detach().clone().requires_grad_(true);
     }
-    torch::Tensor y = stages_[s].forward(sl.input, mbs_[m]);
+    torch::Tensor y;
+    {
+      sl.tape.clear();
+      LinearTape tape(&sl.tape);  // what W needs to skip autograd (linear_tape.hpp)
+      y = stages_[s].forward(sl.input, mbs_[m]);
+    }
     if (stages_[s].last()) {
       torch::Tensor l = Model::loss(y, mbs_[m].targets);
       losses_[m] = l.item<float>();
@@ -111,37 +116,89 @@ void Pipeline::take_grad_out(int s, int m) {
   }
 }
 
+// B: autograd runs once, for the stage input's gradient, dz of every linear
+// output recorded in F, and the parameters that are not linear weights
+// (norms, embeddings, biases added outside a linear). The graph is freed;
+// what W needs (each linear's input x and dz) stays in the slot.
 void Pipeline::backward_input(int s, int m) {
   Slot& sl = slot(s, m);
   check_order(sl.output.defined(), "B before F", s, m);
   take_grad_out(s, m);
-  // The first stage's input is token ids: no gradient to hand back, so its
-  // W does the whole backward.
-  if (s == 0) return;
-  sl.grad_in = torch::autograd::grad({sl.output}, {sl.input}, {sl.grad_out}, /*retain_graph=*/true)[0];
+  // Parameters that no recorded linear owns get their gradient here.
+  const auto& params = stages_[s].params();
+  std::vector<unsigned char> taped(params.size(), 0);
+  for (const TapeEntry& e : sl.tape) {
+    taped[index_of(s, e.w)] = 1;
+    if (e.b.defined()) taped[index_of(s, e.b)] = 1;
+  }
+  sl.other.clear();
+  for (size_t p = 0; p < params.size(); ++p)
+    if (!taped[p]) sl.other.push_back(static_cast<int>(p));
+  // torch::autograd::grad, with graph edges as the inputs (the recorded
+  // linear outputs are not kept as tensors); unreached ones come back undefined.
+  using torch::autograd::impl::gradient_edge;
+  torch::autograd::edge_list wrt;
+  // The first stage's input is token ids: no gradient to hand back.
+  if (s > 0) wrt.push_back(gradient_edge(sl.input));
+  for (const TapeEntry& e : sl.tape) wrt.push_back(e.z);
+  for (int p : sl.other) wrt.push_back(gradient_edge(params[p].t));
+  auto g = torch::autograd::Engine::get_default_engine().execute(
+      {gradient_edge(sl.output)}, {sl.grad_out}, /*keep_graph=*/false, /*create_graph=*/false,
+      /*accumulate_grad=*/false, wrt);
+  size_t at = 0;
+  if (s > 0) sl.grad_in = g[at++];
+  sl.dz.clear();
+  for (TapeEntry& e : sl.tape) {
+    sl.dz.push_back(g[at++]);
+    e.z = torch::autograd::Edge();  // the graph is freed
+  }
+  sl.other_grads.clear();
+  for (size_t i = 0; i < sl.other.size(); ++i) sl.other_grads.push_back(g[at++]);
+  sl.input = sl.output = sl.grad_out = torch::Tensor();
+  sl.b_done = true;
 }
 
+// W: the weight gradients of the recorded linears, by hand (no autograd),
+// then all of the stage's gradients are accumulated.
 void Pipeline::backward_weight(int s, int m) {
   Slot& sl = slot(s, m);
-  check_order(sl.output.defined() && sl.grad_out.defined(), "W before B", s, m);
-  auto grads = torch::autograd::grad({sl.output}, params_of(s), {sl.grad_out}, /*retain_graph=*/false);
-  sl.input = sl.output = sl.grad_out = torch::Tensor();
+  check_order(sl.b_done, "W before B", s, m);
+  const auto& params = stages_[s].params();
+  std::vector<torch::Tensor> grads(params.size());
+  auto add = [&](int p, torch::Tensor g) {
+    if (!g.defined()) return;
+    grads[p] = grads[p].defined() ? grads[p] + g : std::move(g);
+  };
+  for (size_t i = 0; i < sl.other.size(); ++i) add(sl.other[i], std::move(sl.other_grads[i]));
+  for (size_t i = 0; i < sl.tape.size(); ++i) {
+    const TapeEntry& e = sl.tape[i];
+    if (!sl.dz[i].defined()) continue;  // an output the loss does not depend on
+    add(index_of(s, e.w), linear_weight_grad(e, sl.dz[i]));
+    if (e.b.defined() && e.b.requires_grad()) add(index_of(s, e.b), linear_bias_grad(sl.dz[i]));
+  }
+  for (size_t p = 0; p < grads.size(); ++p)
+    if (!grads[p].defined()) grads[p] = torch::zeros_like(params[p].t);
+  sl.tape.clear();
+  sl.dz.clear();
+  sl.other_grads.clear();
+  sl.b_done = false;
   accumulate(s, m, std::move(grads));
 }
 
+// BW: B then W in one task; the same products as the split passes, so fused
+// and split backward give bitwise the same gradients.
 void Pipeline::backward_full(int s, int m) {
-  Slot& sl = slot(s, m);
-  check_order(sl.output.defined(), "BW before F", s, m);
-  take_grad_out(s, m);
-  std::vector<torch::Tensor> inputs = params_of(s);
-  if (s > 0) inputs.insert(inputs.begin(), sl.input);
-  auto grads = torch::autograd::grad({sl.output}, inputs, {sl.grad_out}, /*retain_graph=*/false);
-  if (s > 0) {
-    sl.grad_in = grads[0];
-    grads.erase(grads.begin());
-  }
-  sl.input = sl.output = sl.grad_out = torch::Tensor();
-  accumulate(s, m, std::move(grads));
+  check_order(slot(s, m).output.defined(), "BW before F", s, m);
+  backward_input(s, m);
+  backward_weight(s, m);
+}
+
+int Pipeline::index_of(int s, const torch::Tensor& param) const {
+  const auto& idx = param_index_[s];
+  auto it = idx.find(param.unsafeGetTensorImpl());
+  if (it == idx.end())
+    throw std::logic_error(fmt::format("stage {} ran a linear layer whose weight is not one of its parameters", s));
+  return it->second;
 }
 
 void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {

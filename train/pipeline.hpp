@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/task_graph.hpp"
+#include "train/linear_tape.hpp"
 #include "train/memory.hpp"
 #include "train/model.hpp"
 
@@ -46,9 +48,9 @@ class Pipeline {
   // The task body: one pass of one microbatch on one model stage.
   void run(Kind k, int stage, int mb);
   void forward(int s, int m);          // F: keeps the autograd graph
-  void backward_input(int s, int m);   // B: grad of the stage input, graph kept
-  void backward_weight(int s, int m);  // W: grad of the parameters, graph freed
-  void backward_full(int s, int m);    // BW: both at once
+  void backward_input(int s, int m);   // B: grad of the stage input (and dz, kept for W)
+  void backward_weight(int s, int m);  // W: grad of the parameters, no autograd
+  void backward_full(int s, int m);    // BW: B then W
 
   // After every task of the iteration ran: the stage's parameter gradients
   // (mean over microbatches), in the order of stage(s).params().
@@ -73,9 +75,18 @@ class Pipeline {
  private:
   struct Slot {
     torch::Tensor input, output, grad_out, grad_in;
+    // Split backward (linear_tape.hpp): F records the linear layers; B
+    // leaves their output gradients dz and the other parameters' gradients
+    // for W.
+    std::vector<TapeEntry> tape;
+    std::vector<torch::Tensor> dz;
+    std::vector<int> other;  // parameter indices no recorded linear owns
+    std::vector<torch::Tensor> other_grads;
+    bool b_done = false;
   };
   Slot& slot(int s, int m) { return slots_[static_cast<size_t>(s) * M_ + m]; }
-  std::vector<torch::Tensor> params_of(int s) const;
+  // Index of a parameter tensor in stage(s).params(); throws if it is not one.
+  int index_of(int s, const torch::Tensor& param) const;
   void accumulate(int s, int m, std::vector<torch::Tensor> grads);
   void take_grad_out(int s, int m);
   void check_order(bool ok, const char* what, int s, int m) const;
@@ -84,6 +95,7 @@ class Pipeline {
   int M_;
   bool det_;
   std::vector<StageModule> stages_;
+  std::vector<std::unordered_map<const void*, int>> param_index_;  // per stage: tensor -> index
   std::vector<Microbatch> mbs_;
   std::vector<Slot> slots_;
   std::vector<float> losses_;

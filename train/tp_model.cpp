@@ -1,4 +1,5 @@
 #include "train/tp_model.hpp"
+#include "train/linear_tape.hpp"
 
 #include <fmt/format.h>
 
@@ -40,10 +41,10 @@ torch::Tensor tp_block(const BlockParams& b, const torch::Tensor& x, int64_t hea
   const int64_t d = x.size(2);
   auto h = CopyToMembers::apply(torch::layer_norm(x, {d}, b.ln1_w, b.ln1_b));
   auto y = self_attention(h, b.qkv_w, b.qkv_b, heads_local, dh, masked);  // local heads only
-  auto x1 = x + ReduceFromMembers::apply(torch::linear(y, b.proj_w)) + b.proj_b;
+  auto x1 = x + ReduceFromMembers::apply(tape_linear(y, b.proj_w)) + b.proj_b;
   auto h2 = CopyToMembers::apply(torch::layer_norm(x1, {d}, b.ln2_w, b.ln2_b));
-  auto a = torch::gelu(torch::linear(h2, b.fc1_w, b.fc1_b));
-  return x1 + ReduceFromMembers::apply(torch::linear(a, b.fc2_w)) + b.fc2_b;
+  auto a = torch::gelu(tape_linear(h2, b.fc1_w, b.fc1_b));
+  return x1 + ReduceFromMembers::apply(tape_linear(a, b.fc2_w)) + b.fc2_b;
 }
 
 bool ends_with(const std::string& s, const char* suffix) {
