@@ -14,6 +14,7 @@
 
 #include "hints/replay.hpp"
 #include "runtime/link_thread.hpp"
+#include "runtime/run_state.hpp"
 #include "runtime/run_stats.hpp"
 #include "runtime/session.hpp"
 #include "runtime/starpu_tasks.hpp"
@@ -26,39 +27,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Run {
-  const TaskGraph* g = nullptr;
-  int n = 0, tp = 1;
-  const std::function<void(int)>* body = nullptr;
-  const std::function<void(int)>* epilogue = nullptr;  // per stage, may be null
-  int total = 0;                                       // graph tasks + epilogue tasks
-  Clock::time_point t0;
-  std::vector<double> start, end;
-  std::vector<int> worker;
-  std::vector<double> epi_start, epi_end;  // per stage
-  std::vector<int> epi_worker;
-  std::vector<std::vector<int>> by_worker;  // each written only by its worker thread
-  std::atomic<int> done{0}, running{0};
-  std::atomic<bool> abort{false};
-  std::mutex m;
-  std::condition_variable cv;
-  std::string error;  // first failure
-  LinkThread* link = nullptr;
-
-  double now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-  void fail(std::string msg) {
-    {
-      std::lock_guard<std::mutex> g(m);
-      if (error.empty()) error = std::move(msg);
-    }
-    cv.notify_all();
-  }
-};
-
-struct TransferArg {
-  Run* run;
-  starpu_task* task;
-  double delay_s;
+// execute()'s run: the shared records and the number of tasks to wait for.
+struct Run : RunState {
+  int total = 0;  // graph tasks + epilogue tasks
 };
 
 void graph_task_body(void** /*buffers*/, void* cl_arg) {
@@ -75,35 +46,8 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   }
   r->end[mt] = r->now();
   r->running.fetch_sub(1);
-  if (r->done.fetch_add(1) + 1 == r->total) r->cv.notify_all();
-}
-
-struct EpilogueArg {
-  int index;  // member * stages + stage
-  Run* run;
-};
-
-// After every W/BW of the stage (plain RW on its gradient handle).
-void epilogue_body(void** /*buffers*/, void* cl_arg) {
-  auto* a = static_cast<EpilogueArg*>(cl_arg);
-  Run* r = a->run;
-  const int i = a->index, S = r->g->spec().stages;
-  r->epi_worker[i] = starpu_worker_get_id();
-  r->running.fetch_add(1);
-  r->epi_start[i] = r->now();
-  if (!r->abort.load()) {  // an aborted run (a failed pass) skips the step too
-    std::string err = run_guarded([&] { (*r->epilogue)(i); }, epilogue_name(i, S, r->tp));
-    if (!err.empty()) r->fail(std::move(err));
-  }
-  r->epi_end[i] = r->now();
-  r->running.fetch_sub(1);
-  if (r->done.fetch_add(1) + 1 == r->total) r->cv.notify_all();
-}
-
-// A transfer's producer is done: the link delay starts now.
-void transfer_started(void* arg) {
-  auto* t = static_cast<TransferArg*>(arg);
-  t->run->link->schedule(t->task, t->delay_s);
+  r->done.fetch_add(1);
+  r->cv.notify_all();
 }
 
 }  // namespace
@@ -164,16 +108,10 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   run.n = n;
   run.tp = T;
   run.body = &body;
-  run.start.assign(n * T, -1);
-  run.end.assign(n * T, -1);
-  run.worker.assign(n * T, -1);
-  run.by_worker.resize(starpu_worker_get_count());
   const bool with_epilogue = static_cast<bool>(opt.stage_epilogue);
   run.epilogue = with_epilogue ? &opt.stage_epilogue : nullptr;
   run.total = n * T + (with_epilogue ? S * T : 0);
-  run.epi_start.assign(S * T, -1);
-  run.epi_end.assign(S * T, -1);
-  run.epi_worker.assign(S * T, -1);
+  run.size_records(S * T);
   LinkThread link;
   run.link = &link;
 

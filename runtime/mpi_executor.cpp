@@ -17,6 +17,7 @@
 
 #include "hints/replay.hpp"
 #include "runtime/link_thread.hpp"
+#include "runtime/run_state.hpp"
 #include "runtime/mpi_session.hpp"
 #include "runtime/mpi_tp_comm.hpp"
 #include "runtime/run_stats.hpp"
@@ -28,9 +29,6 @@
 namespace rrfp {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double abs_now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
 struct OutEdge {
   int consumer, k, edge, dest;
@@ -53,43 +51,19 @@ struct Decisions {
   int next_in = 0;
 };
 
-struct Run {
-  const TaskGraph* g = nullptr;
-  int n = 0, tp = 1;
+// The MPI executor's run: the shared records (in absolute seconds: t0 is
+// the clock's epoch) plus messages, decisions and the test hooks.
+struct Run : RunState {
   std::vector<Decisions> dec;  // per device
   std::mutex dec_m;
-  const std::function<void(int)>* body = nullptr;
-  const std::function<void(int)>* epilogue = nullptr;  // per stage, may be null
   const MpiPayload* payload = nullptr;
   std::vector<std::vector<OutEdge>> out;             // per task: its cross-rank out-edges
   std::vector<std::vector<std::pair<int, int>>> in;  // per task: (k, edge) of its cross-rank inputs
   std::vector<std::vector<unsigned char>> buf;       // per edge touching this rank
   std::vector<starpu_data_handle_t> handle;          // per edge touching this rank
-  std::vector<double> start, end;                    // absolute steady-clock seconds
-  std::vector<int> worker, pos;
-  std::vector<double> epi_start, epi_end;  // per stage, absolute
-  std::vector<int> epi_worker;
-  std::vector<std::vector<int>> by_worker;  // each written only by its worker thread
-  std::atomic<int> done{0}, running{0}, received{0};
-  std::mutex m;
-  std::condition_variable cv;
-  std::string error;  // first failure
+  std::vector<int> pos;                              // per task: its place in its worker's order
+  std::atomic<int> received{0};
   std::string fail_task, kill_task, hang_task;
-  LinkThread* link = nullptr;
-
-  void fail(std::string msg) {
-    {
-      std::lock_guard<std::mutex> g(m);
-      if (error.empty()) error = std::move(msg);
-    }
-    cv.notify_all();
-  }
-};
-
-struct TransferArg {
-  Run* run;
-  starpu_task* task;
-  double delay_s;
 };
 
 struct DecisionArg {
@@ -112,7 +86,7 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   r->pos[mt] = static_cast<int>(r->by_worker[w].size());
   r->by_worker[w].push_back(id);
   r->running.fetch_add(1);
-  r->start[mt] = abs_now();
+  r->start[mt] = r->now();
   if (a->member == 0 && !r->dec.empty()) {  // tell the followers on other ranks
     Decisions& d = r->dec[g.task(id).device];
     if (!d.dests.empty()) {
@@ -139,7 +113,7 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
       "task " + member_task_name(g.label(id), a->member, r->tp));
   const bool ok = err.empty();
   if (!ok) r->fail(std::move(err));
-  r->end[mt] = abs_now();
+  r->end[mt] = r->now();
   // Messages leave as soon as the producer is done; a non-blocking call.
   if (ok)
     for (const OutEdge& o : r->out[mt])
@@ -150,37 +124,10 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   r->cv.notify_all();
 }
 
-struct EpilogueArg {
-  int index;  // member * stages + stage
-  Run* run;
-};
-
-// After every W/BW of a local stage (plain RW on its gradient handle).
-void epilogue_body(void** /*buffers*/, void* cl_arg) {
-  auto* a = static_cast<EpilogueArg*>(cl_arg);
-  Run* r = a->run;
-  const int i = a->index, S = r->g->spec().stages;
-  r->epi_worker[i] = starpu_worker_get_id();
-  r->running.fetch_add(1);
-  r->epi_start[i] = abs_now();
-  std::string err = run_guarded([&] { (*r->epilogue)(i); }, epilogue_name(i, S, r->tp));
-  if (!err.empty()) r->fail(std::move(err));
-  r->epi_end[i] = abs_now();
-  r->running.fetch_sub(1);
-  r->done.fetch_add(1);
-  r->cv.notify_all();
-}
-
-// A same-rank transfer's producer is done: the link delay starts now.
-void transfer_started(void* arg) {
-  auto* t = static_cast<TransferArg*>(arg);
-  t->run->link->schedule(t->task, t->delay_s);
-}
-
 // A cross-rank message arrived: its transfer completes after the link delay.
 void message_received(void* arg) {
   auto* t = static_cast<TransferArg*>(arg);
-  t->run->received.fetch_add(1);
+  static_cast<Run*>(t->run)->received.fetch_add(1);
   t->run->link->schedule(t->task, t->delay_s);
   t->run->cv.notify_all();
 }
@@ -290,11 +237,8 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   run.in.resize(n * T);
   run.buf.resize(E * T);
   run.handle.assign(E * T, nullptr);
-  run.start.assign(n * T, -1);
-  run.end.assign(n * T, -1);
-  run.worker.assign(n * T, -1);
+  run.size_records(S * T);
   run.pos.assign(n * T, -1);
-  run.by_worker.resize(starpu_worker_get_count());
   run.fail_task = env_str("RRFP_MPI_FAIL_TASK");
   run.kill_task = env_str("RRFP_MPI_KILL_TASK");
   run.hang_task = env_str("RRFP_MPI_HANG_TASK");
@@ -437,9 +381,6 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   // Epilogues of this rank's stages and members (as in executor.cpp): after
   // the stage's W/BW tasks by implicit data dependencies, on its worker.
   run.epilogue = opt.stage_epilogue ? &opt.stage_epilogue : nullptr;
-  run.epi_start.assign(S * T, -1);
-  run.epi_end.assign(S * T, -1);
-  run.epi_worker.assign(S * T, -1);
   auto epi_slot = [&](int i) { return g.spec().device_of(i % S, 0) * T + i / S; };
   starpu_codelet cl_epi = epilogue_codelet(epilogue_body, "rrfp_mpi_epilogue");
   std::vector<EpilogueArg> epi_args;
@@ -489,7 +430,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     }
   // No starpu_mpi_barrier here: it waits for every submitted task first, and
   // the transfer tasks above wait for messages. Times share one origin anyway.
-  const double t0 = abs_now();
+  const double t0 = run.now();
   for (int id : submit_order)
     for (int m = 0; m < T; ++m) {
       const int mt = m * n + id;
@@ -505,11 +446,11 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   {
     std::unique_lock<std::mutex> lk(run.m);
     long last_progress = -1;
-    double last_move = abs_now(), stall_since = -1;
+    double last_move = run.now(), stall_since = -1;
     while (run.done.load() < n_local) {
       run.cv.wait_for(lk, std::chrono::milliseconds(5));
       if (!run.error.empty()) mpi_abort(run.error);
-      const double now = abs_now();
+      const double now = run.now();
       long progress = run.done.load() + run.received.load() + policy_events();
       if (progress != last_progress) last_progress = progress, last_move = now, stall_since = -1;
       if (run.running.load() != 0 || link.busy() != 0) continue;
@@ -530,7 +471,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
       }
     }
   }
-  const double wall_local = abs_now() - t0;
+  const double wall_local = run.now() - t0;
   starpu_task_wait_for_all();
   starpu_mpi_wait_for_all(MPI_COMM_WORLD);  // our sends have left
   if (arb) policy_detach();
