@@ -8,16 +8,9 @@
 set -euo pipefail
 RRFP=${1:-build/rrfp}
 REPS=${2:-5}
-OUT=$(mktemp -d)
-export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 COMMON=${RRFP_TP_BENCH_ARGS:-"--hint bfw --stages 2 --microbatches 16 --unit-ms 10 --variability lognormal:0.6 --tensor-parallel 2"}
-for r in $(seq 1 "$REPS"); do
-  for p in rrfp rrfp-fixed; do
-    STARPU_SCHED=$p "$RRFP" bench $COMMON --seed "$r" --json "$OUT/one-$p-$r.json" >/dev/null
-    mpirun --oversubscribe -np 4 -x STARPU_SCHED=$p "$RRFP" bench $COMMON --seed "$r" --json "$OUT/mpi-$p-$r.json" >/dev/null
-  done
-done
+source "$(dirname "$0")/interleaved_mpi_runs.sh"
+interleaved_mpi_runs 4
 python3 - "$OUT" "$REPS" "$COMMON" <<'PY'
 import json, statistics, sys
 d, reps, common = sys.argv[1], int(sys.argv[2]), sys.argv[3]
