@@ -129,7 +129,7 @@ void Pipeline::backward_input(int s, int m) {
   std::vector<unsigned char> taped(params.size(), 0);
   for (const TapeEntry& e : sl.tape) {
     taped[index_of(s, e.w)] = 1;
-    if (e.b.defined()) taped[index_of(s, e.b)] = 1;
+    if (e.b.defined() && e.b.requires_grad()) taped[index_of(s, e.b)] = 1;
   }
   sl.other.clear();
   for (size_t p = 0; p < params.size(); ++p)
