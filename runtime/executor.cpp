@@ -14,6 +14,7 @@
 
 #include "hints/replay.hpp"
 #include "runtime/link_thread.hpp"
+#include "runtime/run_plan.hpp"
 #include "runtime/run_state.hpp"
 #include "runtime/run_stats.hpp"
 #include "runtime/session.hpp"
@@ -69,29 +70,12 @@ void prepare_session(const Hint& hint, const ExecOptions& opt) {
 ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const ExecOptions& opt) {
   const TaskGraph& g = *hint.graph;
   const int n = g.size(), D = hint.devices(), T = opt.tensor_parallel, S = g.spec().stages;
-  if (g.spec().microbatches < 1) throw SpecError("a run needs at least one microbatch");
-  if (T < 1) throw SpecError(fmt::format("--tensor-parallel must be at least 1 (got {})", T));
-  PolicyChoice choice = resolve_policy(opt.policy);
-  if (T > 1 && !choice.uses_arbiter() && choice.kind != PolicyChoice::Kind::StaticOrder)
-    throw SpecError(fmt::format("--tensor-parallel {} needs a policy that keeps a tensor-parallel group's collectives "
-                                "in one order on every member: rrfp, rrfp-fixed or static-order (not '{}')",
-                                T, choice.name));
+  RunPlan plan = plan_run(hint, opt);
+  const PolicyChoice& choice = plan.choice;
+  Arbiter* arb = plan.arb.get();
   if (D * T > max_cpu_workers())
     throw SpecError(fmt::format("the hint needs {} devices{} but StarPU here has at most {} CPU workers", D * T,
                                 T > 1 ? fmt::format(" ({} x {} tensor-parallel)", D, T) : "", max_cpu_workers()));
-  const int slack = opt.inflight_slack >= 0 ? opt.inflight_slack : inflight_slack_from_env(0);
-  if (choice.kind == PolicyChoice::Kind::StaticOrder) {
-    // StarPU's workerorder waits forever on an order that cannot run; say so
-    // up front (whether a strict order deadlocks does not depend on costs).
-    ReplayResult rr = replay_unit(hint);
-    if (!rr.complete)
-      throw ExecError(fmt::format("static-order: hint '{}' cannot run in strict order:\n{}", hint.name, rr.stuck));
-  }
-  std::unique_ptr<Arbiter> arb;
-  if (choice.uses_arbiter())
-    arb = std::make_unique<Arbiter>(
-        hint, ArbiterOptions{choice.kind == PolicyChoice::Kind::Rrfp ? Mode::ReadinessFirst : Mode::Strict, slack,
-                             opt.inflight_cap});
 
   StarpuSession& session = StarpuSession::reuse(choice, D * T, opt.profile);
   ExecResult res;
@@ -205,7 +189,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
     epi_tasks.push_back(st);
   }
 
-  if (arb) policy_attach(PolicyRun{arb.get(), res.member_worker, {&cl_plain, &cl_grad}, n, T});
+  if (arb) policy_attach(PolicyRun{arb, res.member_worker, {&cl_plain, &cl_grad}, n, T});
   run.t0 = Clock::now();
   auto submit = [&](starpu_task* t, int id) {
     int rc = starpu_task_submit(t);
@@ -319,9 +303,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   res.order.resize(D);
   for (int d = 0; d < D; ++d) res.order[d] = run.by_worker[res.device_worker[d]];
   for (int slot = 0; slot < D * T; ++slot) res.member_order.push_back(run.by_worker[res.member_worker[slot]]);
-  res.inflight_cap.resize(D);
-  auto peak = hint.peak_inflight();
-  for (int d = 0; d < D; ++d) res.inflight_cap[d] = arb ? arb->cap(d) : (opt.inflight_cap.empty() ? peak[d] + slack : opt.inflight_cap[d]);
+  res.inflight_cap = plan.inflight_caps(hint, opt);
   fill_run_stats(g, res);
   return res;
 }

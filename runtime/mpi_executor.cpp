@@ -17,6 +17,7 @@
 
 #include "hints/replay.hpp"
 #include "runtime/link_thread.hpp"
+#include "runtime/run_plan.hpp"
 #include "runtime/run_state.hpp"
 #include "runtime/mpi_session.hpp"
 #include "runtime/mpi_tp_comm.hpp"
@@ -161,36 +162,21 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
   const int n = g.size(), D = hint.devices(), K = mopt.devices_per_rank, T = opt.tensor_parallel, S = g.spec().stages;
   const MpiWorld world = mpi_world();
   const int me = world.rank, R = world.size;
-  if (g.spec().microbatches < 1) throw SpecError("a run needs at least one microbatch");
   if (K < 1) throw SpecError("--devices-per-rank must be at least 1");
-  if (T < 1) throw SpecError(fmt::format("--tensor-parallel must be at least 1 (got {})", T));
   if (K > max_cpu_workers())
     throw SpecError(fmt::format("--devices-per-rank {} exceeds the {} CPU workers this StarPU allows", K, max_cpu_workers()));
+  // Slot d*T+t (member t of device d; T = 1: the device) lives on rank slot / K.
+  auto rank_of = [&](int id, int member = 0) { return (g.task(id).device * T + member) / K; };
+  std::vector<unsigned char> local(D, 0);  // devices whose leader this rank runs
+  for (int d = 0; d < D; ++d) local[d] = (d * T) / K == me;
+  RunPlan plan = plan_run(hint, opt, local);  // checks the policy and T first
+  const PolicyChoice& choice = plan.choice;
+  Arbiter* arb = plan.arb.get();
   if (D * T != R * K)
     throw SpecError(fmt::format("the hint has {} devices{} but {} ranks x {} devices per rank = {}; launch {} ranks or "
                                 "set --devices-per-rank",
                                 D * T, T > 1 ? fmt::format(" ({} x {} tensor-parallel)", D, T) : "", R, K, R * K,
                                 (D * T) % K == 0 ? D * T / K : D * T));
-  PolicyChoice choice = resolve_policy(opt.policy);
-  if (T > 1 && !choice.uses_arbiter() && choice.kind != PolicyChoice::Kind::StaticOrder)
-    throw SpecError(fmt::format("--tensor-parallel {} needs a policy that keeps a tensor-parallel group's collectives "
-                                "in one order on every member: rrfp, rrfp-fixed or static-order (not '{}')",
-                                T, choice.name));
-  const int slack = opt.inflight_slack >= 0 ? opt.inflight_slack : inflight_slack_from_env(0);
-  if (choice.kind == PolicyChoice::Kind::StaticOrder) {
-    ReplayResult rr = replay_unit(hint);
-    if (!rr.complete)
-      throw ExecError(fmt::format("static-order: hint '{}' cannot run in strict order:\n{}", hint.name, rr.stuck));
-  }
-  // Slot d*T+t (member t of device d; T = 1: the device) lives on rank slot / K.
-  auto rank_of = [&](int id, int member = 0) { return (g.task(id).device * T + member) / K; };
-  std::vector<unsigned char> local(D, 0);  // devices whose leader this rank runs
-  for (int d = 0; d < D; ++d) local[d] = (d * T) / K == me;
-  std::unique_ptr<Arbiter> arb;
-  if (choice.uses_arbiter())
-    arb = std::make_unique<Arbiter>(
-        hint, ArbiterOptions{choice.kind == PolicyChoice::Kind::Rrfp ? Mode::ReadinessFirst : Mode::Strict, slack,
-                             opt.inflight_cap, local});
 
   MpiExecResult out;
   out.rank = me;
@@ -405,7 +391,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     // none here (kRemoteWorker), so nothing ever pops for them.
     std::vector<int> worker_of_slot(D * T, kRemoteWorker);
     for (int i = 0; i < K; ++i) worker_of_slot[me * K + i] = local_worker[i];
-    policy_attach(PolicyRun{arb.get(), worker_of_slot, {&cl_plain, &cl_grad}, n, T});
+    policy_attach(PolicyRun{arb, worker_of_slot, {&cl_plain, &cl_grad}, n, T});
   }
   auto submit = [&](starpu_task* t, int id) {
     int rc = starpu_task_submit(t);
@@ -505,10 +491,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
       mine.push_back({double(mt), run.start[mt] - t_origin, run.end[mt] - t_origin,
                       li >= 0 ? double(me * K + li) : -1.0 - w, double(run.pos[mt])});
     }
-  res.inflight_cap.resize(D);
-  auto peak = hint.peak_inflight();
-  for (int d = 0; d < D; ++d)
-    res.inflight_cap[d] = arb ? arb->cap(d) : (opt.inflight_cap.empty() ? peak[d] + slack : opt.inflight_cap[d]);
+  res.inflight_cap = plan.inflight_caps(hint, opt);
   // Every rank gets the merged run (doubles: five per task), so callers
   // compute the same statistics everywhere and only printing is rank 0's.
   int count = static_cast<int>(mine.size() * 5);

@@ -102,7 +102,7 @@ void MpiTpComm::close() {
 }
 
 void MpiTpComm::do_allreduce(int group, int member, std::int64_t id, float* data, std::size_t n) {
-  if (!cross_rank(group)) return local_.allreduce(group, member, id, data, n);
+  if (!cross_rank(group)) return local_.do_allreduce(group, member, id, data, n);  // logged here already
   Local* L = loc_[group][member].get();
   if (!L) throw std::logic_error("MpiTpComm: all-reduce outside a run or for a member of another rank");
   if (n > max_floats_) throw std::logic_error(fmt::format("MpiTpComm: all-reduce of {} floats, at most {}", n, max_floats_));

@@ -32,6 +32,7 @@ LocalTpComm::LocalTpComm(int groups, int members, double timeout_s)
   for (Group& g : g_) {
     g.in.assign(members, nullptr);
     g.ids.assign(members, -1);
+    g.sizes.assign(members, 0);
   }
 }
 
@@ -50,13 +51,13 @@ void LocalTpComm::do_allreduce(int group, int member, std::int64_t id, float* da
   };
   wait([&] { return g.leaving == 0; }, "for the previous collective to finish");
   const std::int64_t seq = g.seq;
-  if (g.arrived == 0) g.n = n;
   g.in[member] = data;
   g.ids[member] = id;
+  g.sizes[member] = n;
   if (++g.arrived == members_) {
     // Everyone is here: check that this is one collective, sum in member order.
     for (int m = 1; m < members_; ++m)
-      if (g.ids[m] != g.ids[0] || g.n != n)
+      if (g.ids[m] != g.ids[0] || g.sizes[m] != g.sizes[0])
         g.error = fmt::format("tensor-parallel group {}: collective order mismatch: member 0 entered collective {} "
                               "of task {}, member {} collective {} of task {}",
                               group, collective_index(g.ids[0]), collective_task(g.ids[0]), m,

@@ -57,7 +57,8 @@ class LocalTpComm : public TpComm {
  public:
   LocalTpComm(int groups, int members, double timeout_s = 30);
 
- protected:
+  // The rendezvous itself, without logging (MpiTpComm uses it for its
+  // groups that lie within one rank and keeps the log itself).
   void do_allreduce(int group, int member, std::int64_t id, float* data, std::size_t n) override;
 
  private:
@@ -67,9 +68,9 @@ class LocalTpComm : public TpComm {
     std::int64_t seq = 0;      // collectives completed
     int arrived = 0, leaving = 0;
     std::vector<const float*> in;  // per member, while it waits
-    std::vector<std::int64_t> ids;
+    std::vector<std::int64_t> ids;   // per member: the collective it entered
+    std::vector<std::size_t> sizes;  // per member: its float count
     std::vector<float> sum;
-    std::size_t n = 0;
     std::string error;  // sticky: the group is broken
   };
   std::vector<Group> g_;

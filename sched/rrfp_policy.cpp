@@ -85,7 +85,7 @@ int push_task(starpu_task* task) {
     s.events.fetch_add(1, std::memory_order_relaxed);
     s.maybe[slot].store(1, std::memory_order_release);
     starpu_push_task_end(task);  // before unlocking: nobody can pop it yet
-    int w = s.run.worker_of_device[slot];
+    int w = s.run.worker_of_slot[slot];
     s.m.unlock();
     wake(w);
     return 0;
@@ -120,7 +120,7 @@ int choose(State& s, int slot) {
   if (id >= 0)
     for (int t = 1; t < s.tp; ++t) {
       const int f = dev * s.tp + t;
-      if (s.run.worker_of_device[f] == kRemoteWorker) continue;  // told by message (policy_follow)
+      if (s.run.worker_of_slot[f] == kRemoteWorker) continue;  // told by message (policy_follow)
       s.follow[f].push_back(id);
       s.maybe[f].store(1, std::memory_order_release);
     }
@@ -207,7 +207,7 @@ starpu_sched_policy* rrfp_fixed_policy() {
 void policy_attach(const PolicyRun& run) {
   State& s = st();
   std::lock_guard<std::mutex> g(s.m);
-  const int T = run.tp, slots = static_cast<int>(run.worker_of_device.size());
+  const int T = run.tp, slots = static_cast<int>(run.worker_of_slot.size());
   if (T < 1 || slots % T != 0) throw SpecError("policy_attach: one worker per device and member expected");
   if (slots > kMaxDevices) throw SpecError("too many devices for the rrfp policy");
   s.run = run;
@@ -222,7 +222,7 @@ void policy_attach(const PolicyRun& run) {
   s.follow.assign(slots, {});
   for (auto& d : s.slot_of_worker) d.store(-1);
   for (int i = 0; i < slots; ++i) {
-    if (run.worker_of_device[i] != kRemoteWorker) s.slot_of_worker[run.worker_of_device[i]].store(i);
+    if (run.worker_of_slot[i] != kRemoteWorker) s.slot_of_worker[run.worker_of_slot[i]].store(i);
     s.maybe[i].store(0);
   }
 }
@@ -262,7 +262,7 @@ void policy_drain() {
     std::lock_guard<std::mutex> g(s.m);
     s.drain = true;
     for (size_t d = 0; d < s.pending.size(); ++d) s.maybe[d].store(1);
-    workers = s.run.worker_of_device;
+    workers = s.run.worker_of_slot;
   }
   for (int w : workers)
     if (w != kRemoteWorker) wake(w);  // never under our lock

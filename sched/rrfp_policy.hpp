@@ -31,14 +31,14 @@ struct GraphTaskArg {
   int member = 0;         // tensor-parallel member (0 = leader)
 };
 
-// worker_of_device entry of a slot whose worker lives in another process.
+// worker_of_slot entry of a slot whose worker lives in another process.
 inline constexpr int kRemoteWorker = STARPU_NMAXWORKERS - 1;
 
 struct PolicyRun {
   Arbiter* arbiter = nullptr;
   // Per slot d*tp+t: the StarPU worker of member t of device d (kRemoteWorker
   // when another rank runs it).
-  std::vector<int> worker_of_device;
+  std::vector<int> worker_of_slot;
   std::vector<const starpu_codelet*> codelets;  // graph tasks use these
   int tasks = 0;
   int tp = 1;  // tensor-parallel members per device

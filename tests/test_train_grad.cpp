@@ -25,14 +25,8 @@
 namespace rrfp::train {
 namespace {
 
-GptConfig tiny_config() {
-  GptConfig c;
-  c.d_model = 16;
-  c.heads = 2;
-  c.layers = 8;  // interleaved-1f1b at S=4 with 2 chunks needs 8 model stages
-  c.seq_len = 8;
-  return c;
-}
+// interleaved-1f1b at S=4 with 2 chunks needs 8 model stages.
+GptConfig tiny_config() { return testing::small_gpt(2, 8); }
 
 // Tasks sorted by their start time in a unit-cost strict replay of the hint:
 // a sequential order that respects both the hint and the dependencies.

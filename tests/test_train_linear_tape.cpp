@@ -67,8 +67,7 @@ TEST(LinearTape, WeightGradientsAreBitwiseAutograds) {
 // B frees the autograd graph; W then runs from the tape alone. A second B
 // (which would need the graph) is refused as an order error, not a crash.
 TEST(LinearTape, WeightPassRunsAfterTheGraphIsFreed) {
-  GptConfig c;
-  c.d_model = 16, c.heads = 2, c.layers = 2, c.seq_len = 8;
+  const GptConfig c = testing::small_gpt(2, 2);
   GptModel model(c, 7);
   Pipeline pipe(model, 2, 1, /*deterministic=*/true);
   pipe.begin_step(testing::corpus_batch(c, 1, 2, 5));

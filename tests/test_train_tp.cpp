@@ -23,14 +23,7 @@
 namespace rrfp::train {
 namespace {
 
-GptConfig tp_config() {
-  GptConfig c;
-  c.d_model = 16;
-  c.heads = 4;
-  c.layers = 4;
-  c.seq_len = 8;
-  return c;
-}
+GptConfig tp_config() { return testing::small_gpt(4, 4); }
 
 TEST(TrainTensorParallel, ShardingRoundTrips) {
   auto w = torch::arange(6 * 4, torch::kFloat32).view({6, 4});

@@ -1,5 +1,5 @@
-// Shared by the training tests: a small deterministic batch of gpt-tiny
-// microbatches drawn from the generated corpus.
+// Shared by the training tests: a small gpt-tiny configuration and a small
+// deterministic batch of microbatches drawn from the generated corpus.
 #pragma once
 
 #include <memory>
@@ -10,6 +10,16 @@
 #include "train/pipeline.hpp"
 
 namespace rrfp::train::testing {
+
+// gpt-tiny small enough for exhaustive tests: width 16, 8 tokens a sequence.
+inline GptConfig small_gpt(int heads, int layers) {
+  GptConfig c;
+  c.d_model = 16;
+  c.heads = heads;
+  c.layers = layers;
+  c.seq_len = 8;
+  return c;
+}
 
 inline std::vector<Microbatch> corpus_batch(const GptConfig& c, int M, int b, std::uint64_t seed) {
   auto text = std::make_shared<const std::string>(generate_corpus(seed, 4096));

@@ -108,10 +108,11 @@ std::vector<NamedParam> GptModel::stage_params(const StageRange& r, bool first, 
   return gpt_stage_params(params_, block_param_begin_, r, first, last);
 }
 
-torch::Tensor GptModel::embed(const torch::Tensor& tokens) const {
-  const int64_t T = tokens.size(1);
-  return torch::embedding(tok_emb_, tokens) + pos_emb_.slice(0, 0, T);
+torch::Tensor gpt_embed(const torch::Tensor& tok_emb, const torch::Tensor& pos_emb, const torch::Tensor& tokens) {
+  return torch::embedding(tok_emb, tokens) + pos_emb.slice(0, 0, tokens.size(1));
 }
+
+torch::Tensor GptModel::embed(const torch::Tensor& tokens) const { return gpt_embed(tok_emb_, pos_emb_, tokens); }
 
 torch::Tensor GptModel::block(int i, const torch::Tensor& x) const {
   const int64_t T = x.size(1);

@@ -109,6 +109,9 @@ class GptModel : public Model {
   std::vector<std::size_t> block_param_begin_;  // index into params_ per block
 };
 
+// Token plus learned position embeddings of tokens [b, T] (int64).
+torch::Tensor gpt_embed(const torch::Tensor& tok_emb, const torch::Tensor& pos_emb, const torch::Tensor& tokens);
+
 // A GPT-style stage's parameters: the embeddings (the first two) on the
 // first stage, blocks [r.first, r.last) (block i starts at block_begin[i]),
 // and the final norm and head (the last four) on the last stage.

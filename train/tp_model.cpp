@@ -110,11 +110,7 @@ std::vector<NamedParam> GptTpShard::stage_params(const StageRange& r, bool first
 
 torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                                         const Microbatch& mb) const {
-  torch::Tensor x = input;
-  if (first) {
-    const int64_t T = mb.tokens.size(1);
-    x = torch::embedding(tok_emb_, mb.tokens) + pos_emb_.slice(0, 0, T);
-  }
+  torch::Tensor x = first ? gpt_embed(tok_emb_, pos_emb_, mb.tokens) : input;
   const int64_t T = x.size(1), dh = cfg_.d_model / cfg_.heads;
   auto masked = causal_mask_.slice(0, 0, T).slice(1, 0, T);
   for (int i = r.first; i < r.last; ++i) x = tp_block(blocks_[i], x, cfg_.heads / T_, dh, masked);

@@ -7,8 +7,8 @@
 //   y  = attention over local heads of h'; z = g(y W_proj,t) + b_proj
 //   g: all-reduce forward, identity backward
 // and likewise for the MLP (fc1 column-parallel, fc2 row-parallel). So F
-// has two all-reduces per block, B two, and W the ones on its path to the
-// norm weights. The collectives go through a TpComm (runtime/tp_comm.hpp);
+// has two all-reduces per block and B two; W has none (it computes weight
+// gradients from the linear tape, train/linear_tape.hpp). The collectives go through a TpComm (runtime/tp_comm.hpp);
 // the task body names the task first (TpTaskScope), each all-reduce gets
 // that task's next collective id.
 //
