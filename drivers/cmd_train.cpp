@@ -16,6 +16,8 @@ void add_train_command(CLI::App& app) {
   auto split = std::make_shared<bool>(false), fused = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
   auto* c = app.add_subcommand("train", "Train a model (gpt-tiny, mm-tiny) with pipeline parallelism on StarPU");
+  // A repeated option takes its last value, so scripts/main.sh ARGS can override its defaults.
+  c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   c->add_option("--model", o->model, "model: gpt-tiny or mm-tiny")->capture_default_str();
   c->add_option("--stages", o->stages, "pipeline devices (StarPU CPU workers)")->capture_default_str();
   c->add_option("--microbatches", o->microbatches, "microbatches per step")->capture_default_str();
