@@ -26,14 +26,16 @@ struct BenchArgs {
 };
 
 void run(const BenchArgs& a) {
-  const HintParams& p = a.hint.params;
-  if (p.microbatches < 1) throw SpecError(fmt::format("--microbatches must be at least 1 (got {})", p.microbatches));
-  if (p.stages < 1) throw SpecError("--stages must be at least 1");
+  const HintParams p = a.hint.resolved();
+  if (!a.hint.is_csv() && p.microbatches < 1)
+    throw SpecError(fmt::format("--microbatches must be at least 1 (got {})", p.microbatches));
+  if (!a.hint.is_csv() && p.stages < 1) throw SpecError("--stages must be at least 1");
   const bool mpi = mpi_launched();  // devices spread over ranks: see docs/mpi.md
   if (a.tensor_parallel < 1) throw SpecError("--tensor-parallel must be at least 1");
-  if (!mpi && p.stages * a.tensor_parallel > max_cpu_workers())
-    throw SpecError(fmt::format("--stages {} x --tensor-parallel {}: one StarPU CPU worker per device and at most {} here",
-                                p.stages, a.tensor_parallel, max_cpu_workers()));
+  Hint hint = make_hint(a.hint.hint, p);
+  if (!mpi && hint.devices() * a.tensor_parallel > max_cpu_workers())
+    throw SpecError(fmt::format("{} devices x --tensor-parallel {}: one StarPU CPU worker per device and at most {} here",
+                                hint.devices(), a.tensor_parallel, max_cpu_workers()));
   if (!a.collective_log.empty() && a.tensor_parallel < 2)
     throw SpecError("--collective-log needs --tensor-parallel 2 or more");
   BenchConfig cfg;
@@ -43,7 +45,6 @@ void run(const BenchArgs& a) {
   cfg.exec.profile = !a.trace.empty();
   cfg.iterations = a.iterations;
   cfg.exec.tensor_parallel = a.tensor_parallel;
-  Hint hint = a.hint.make();
   if (mpi) {
     MpiOptions mo{a.devices_per_rank, {}, nullptr};
     if (a.tensor_parallel > 1) {

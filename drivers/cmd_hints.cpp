@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "drivers/commands.hpp"
+#include "drivers/flags.hpp"
 #include "hints/csv.hpp"
 #include "hints/generators.hpp"
 #include "hints/replay.hpp"
@@ -15,31 +16,10 @@ namespace rrfp::cli {
 
 namespace {
 
-struct HintArgs {
-  std::string name = "1f1b";
-  HintParams params;
-  bool split = false, fused = false;
+// Same flags as bench, sim and train (drivers/flags.hpp), plus the output format.
+struct HintArgs : HintFlags {
   std::string format = "table";
-
-  Hint make() {
-    HintParams p = params;
-    if (split) p.split = 1;
-    if (fused) p.split = 0;
-    return make_hint(name, p);
-  }
 };
-
-void add_hint_options(CLI::App* cmd, HintArgs& a) {
-  cmd->add_option("--hint", a.name, "hint name (see 'rrfp hints list') or csv:PATH")->required();
-  // No range checks here: the generators reject bad values with a SpecError
-  // that names the hint, and main turns it into exit code 2.
-  cmd->add_option("--stages", a.params.stages, "pipeline depth in devices (p)")->capture_default_str();
-  cmd->add_option("--microbatches", a.params.microbatches, "microbatches per iteration (M)")->capture_default_str();
-  cmd->add_option("--chunks", a.params.chunks, "model stages per device (interleaved-1f1b: v >= 2)");
-  auto* s = cmd->add_flag("--split", a.split, "split backward: B (input) and W (weights) as two tasks");
-  auto* f = cmd->add_flag("--fused", a.fused, "fused backward: one BW task");
-  s->excludes(f);
-}
 
 nlohmann::ordered_json to_json(const Hint& h, const ReplayResult& r) {
   const PipelineSpec& sp = h.spec();
@@ -121,7 +101,7 @@ void add_hints_command(CLI::App& app) {
 
   auto sa = std::make_shared<HintArgs>();
   auto* sh = hints->add_subcommand("show", "Order per device, unit-cost timeline, makespan, bubble, peak in-flight");
-  add_hint_options(sh, *sa);
+  add_hint_flags(sh, *sa);
   sh->add_option("--format", sa->format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
@@ -134,7 +114,7 @@ void add_hints_command(CLI::App& app) {
 
   auto ea = std::make_shared<HintArgs>();
   auto* ex = hints->add_subcommand("export", "Write a hint as PyTorch-compatible CSV to stdout");
-  add_hint_options(ex, *ea);
+  add_hint_flags(ex, *ea);
   ex->callback([ea] { fmt::print("{}", export_csv(ea->make())); });
 }
 

@@ -164,7 +164,7 @@ void add_sweep(CLI::App* sim) {
       }
     }
     Hint h = f->hint.make();  // validates the hint once, up front
-    auto pts = sweep(f->hint.hint, f->hint.params, f->scenario(), *param, vs, *seeds);
+    auto pts = sweep(f->hint.hint, f->hint.resolved(), f->scenario(), *param, vs, *seeds);
     fmt::print("sweep {} over {} ({} seeds): rrfp-fixed/rrfp makespan\n", h.name, *param, *seeds);
     fmt::print("{:>10} {:>8} {:>8} {:>8}\n", *param, "mean", "min", "max");
     Series s{"rrfp-fixed / rrfp", {}, {}};

@@ -7,6 +7,7 @@
 #include "drivers/commands.hpp"
 #include "graph/pipeline_spec.hpp"
 #include "runtime/mpi_session.hpp"
+#include "train/blas.hpp"
 #include "train/trainer.hpp"
 
 namespace rrfp::cli {
@@ -19,13 +20,16 @@ void add_train_command(CLI::App& app) {
   // A repeated option takes its last value, so scripts/main.sh ARGS can override its defaults.
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   c->add_option("--model", o->model, "model: gpt-tiny or mm-tiny")->capture_default_str();
-  c->add_option("--stages", o->stages, "pipeline devices (StarPU CPU workers)")->capture_default_str();
-  c->add_option("--microbatches", o->microbatches, "microbatches per step")->capture_default_str();
+  auto* stages = c->add_option("--stages", o->stages, "pipeline devices (StarPU CPU workers); a CSV hint's own by default")
+                     ->capture_default_str();
+  auto* microbatches =
+      c->add_option("--microbatches", o->microbatches, "microbatches per step; a CSV hint's own by default")
+          ->capture_default_str();
   c->add_option("--micro-batch-size", o->micro_batch_size, "sequences per microbatch")->capture_default_str();
   c->add_option("--batch-size", o->batch_size, "sequences per step (instead of --micro-batch-size)");
   c->add_option("--steps", o->steps, "train until this step")->capture_default_str();
   c->add_option("--hint", o->hint, "schedule hint (rrfp hints list)")->capture_default_str();
-  c->add_option("--chunks", o->chunks, "model stages per device (interleaved hints)");
+  auto* chunks = c->add_option("--chunks", o->chunks, "model stages per device (interleaved hints)");
   c->add_flag("--split", *split, "split backward into B (input) and W (weights)");
   c->add_flag("--fused", *fused, "fused backward (one BW task)");
   c->add_option("--data", o->data_path, "text file to train on (default: generated corpus)");
@@ -51,10 +55,23 @@ void add_train_command(CLI::App& app) {
   c->add_flag("--quiet", *quiet, "no progress lines");
   c->add_option("--devices-per-rank", o->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();
-  c->callback([o, split, fused, quiet] {
+  c->callback([o, split, fused, quiet, stages, microbatches, chunks] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
+    if (o->hint.rfind("csv:", 0) == 0) {  // the file's dimensions, unless given (docs/hints.md)
+      if (stages->count() == 0) o->stages = 0;
+      if (microbatches->count() == 0) o->microbatches = 0;
+      if (chunks->count() == 0) o->chunks = 0;
+    }
     o->split = *split ? 1 : (*fused ? 0 : -1);
     if (mpi_launched() && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
+    // The BLAS decides the speed of every pass (docs/training.md): say which one runs.
+    if (!*quiet) {
+      const train::BlasInfo blas = train::blas_in_use();
+      fmt::print("blas: {}, one thread per worker\n", blas.describe());
+      if (!blas.optimised())
+        fmt::print(stderr, "rrfp: warning: {} is not an optimised BLAS: training runs 15-20x slower "
+                           "(scripts/install-deps.sh installs OpenBLAS)\n", blas.library);
+    }
     auto res = train::train(*o, [&](const train::StepRecord& r) {
       if (*quiet) return;
       fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB\n", r.step, r.loss,

@@ -16,24 +16,37 @@ struct HintFlags {
   std::string hint = "1f1b";
   HintParams params;
   bool split = false, fused = false;
-  Hint make() const {
+  // Set by add_hint_flags: a CSV hint takes the file's value of a flag not given.
+  const CLI::Option *stages_opt = nullptr, *microbatches_opt = nullptr, *chunks_opt = nullptr;
+  bool is_csv() const { return hint.rfind("csv:", 0) == 0; }
+  HintParams resolved() const {
     HintParams p = params;
     if (split && fused) throw SpecError("--split and --fused exclude each other");
     if (split) p.split = 1;
     if (fused) p.split = 0;
-    return make_hint(hint, p);
+    if (is_csv()) {
+      auto given = [](const CLI::Option* o) { return o && o->count() > 0; };
+      if (!given(stages_opt)) p.stages = 0;
+      if (!given(microbatches_opt)) p.microbatches = 0;
+      if (!given(chunks_opt)) p.chunks = 0;
+    }
+    return p;
   }
+  Hint make() const { return make_hint(hint, resolved()); }
 };
 
 inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = true) {
   auto* o = app->add_option("--hint", f.hint, "hint name (rrfp hints list) or csv:PATH")->capture_default_str();
   if (hint_required) o->required();
-  app->add_option("--stages", f.params.stages, "pipeline devices (p)")->capture_default_str();
-  app->add_option("--microbatches", f.params.microbatches, "microbatches per iteration")->capture_default_str();
-  app->add_option("--chunks", f.params.chunks, "model stages per device (interleaved hints)");
+  f.stages_opt = app->add_option("--stages", f.params.stages, "pipeline devices (p); a CSV hint's own by default")
+                     ->capture_default_str();
+  f.microbatches_opt =
+      app->add_option("--microbatches", f.params.microbatches, "microbatches per iteration; a CSV hint's own by default")
+          ->capture_default_str();
+  f.chunks_opt = app->add_option("--chunks", f.params.chunks, "model stages per device (interleaved hints)");
   app->add_option("--waves", f.params.waves, "waves (hanayo)");
-  app->add_flag("--split", f.split, "split backward into B (input) and W (weights)");
-  app->add_flag("--fused", f.fused, "fused backward (one BW task)");
+  auto* split = app->add_flag("--split", f.split, "split backward into B (input) and W (weights)");
+  app->add_flag("--fused", f.fused, "fused backward (one BW task)")->excludes(split);
 }
 
 struct CostFlags {

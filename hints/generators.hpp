@@ -11,6 +11,10 @@ namespace rrfp {
 
 // --stages is the pipeline depth in devices (PyTorch's "ranks", the p of the
 // bubble formulas). Chunked hints put `chunks` model stages on each device.
+// A CSV hint (csv:PATH) fixes its own dimensions: there stages, microbatches
+// and chunks of 0 (and split -1) mean "take the file's"; any other value must
+// agree with the file or make_hint throws. The drivers pass 0 for a flag the
+// user did not give (docs/hints.md).
 struct HintParams {
   int stages = 4;        // devices in the pipeline
   int microbatches = 8;
@@ -30,6 +34,8 @@ const std::vector<HintInfo>& hint_registry();
 // Looks a name or alias up; `csv:PATH` imports a PyTorch CSV file instead.
 // Throws SpecError naming the problem (unknown hint, bad parameters).
 Hint make_hint(const std::string& name, const HintParams& p);
+// The hint at its own dimensions: a CSV file's, or a generator's defaults.
+Hint make_hint(const std::string& name);
 
 // Individual generators.
 Hint gen_gpipe(const HintParams& p);

@@ -41,7 +41,7 @@ std::vector<int> Hint::peak_inflight() const {
     for (int id : order[d]) {
       Kind k = graph->task(id).kind;
       if (k == Kind::F) peak[d] = std::max(peak[d], ++cur);
-      else if (is_backward(k)) --cur;
+      else if (is_backward(k)) cur = std::max(0, cur - 1);  // a backward listed before its forward frees nothing
     }
   }
   return peak;

@@ -5,6 +5,32 @@
 
 namespace rrfp {
 
+namespace {
+
+// A CSV fixes its own dimensions; a run's flag that names another value is
+// an error, never silently replaced. 0 (or split -1) means "not given".
+void check_csv_agrees(const Hint& h, const HintParams& p, const std::string& path) {
+  const PipelineSpec& s = h.spec();
+  const int D = h.devices(), per_device = s.stages / D;
+  const std::string dims = fmt::format("{} ranks (devices), {} model stages, {} microbatches", D, s.stages,
+                                       s.microbatches);
+  auto disagree = [&](const std::string& flag) {
+    return SpecError(fmt::format("hint csv:{} has {}, but {}: drop the flag or make it agree", path, dims, flag));
+  };
+  if (p.stages != 0 && p.stages != D) throw disagree(fmt::format("--stages {} asks for {} devices", p.stages, p.stages));
+  if (p.microbatches != 0 && p.microbatches != s.microbatches)
+    throw disagree(fmt::format("--microbatches is {}", p.microbatches));
+  if (p.chunks != 0 && (s.stages % D != 0 || p.chunks != per_device))
+    throw disagree(fmt::format("--chunks {} asks for {} model stages per device", p.chunks, p.chunks));
+  bool any_split = false, any_fused = false;
+  for (int st = 0; st < s.stages; ++st)
+    for (int m = 0; m < s.microbatches; ++m) (s.is_split(st, m) ? any_split : any_fused) = true;
+  if (p.split == 1 && any_fused) throw disagree("--split asks for a split backward and the file has full backwards");
+  if (p.split == 0 && any_split) throw disagree("--fused asks for a fused backward and the file has split backwards");
+}
+
+}  // namespace
+
 const std::vector<HintInfo>& hint_registry() {
   static const std::vector<HintInfo> reg = {
       {"gpipe", {}, "GPipe: every forward, then every backward (peak in-flight = M)", gen_gpipe},
@@ -31,7 +57,9 @@ const std::vector<HintInfo>& hint_registry() {
 Hint make_hint(const std::string& name, const HintParams& p) {
   if (name.rfind("csv:", 0) == 0) {
     if (name.size() == 4) throw SpecError("hint 'csv:' needs a file path (csv:PATH)");
-    return import_csv_file(name.substr(4));
+    Hint h = import_csv_file(name.substr(4));
+    check_csv_agrees(h, p, name.substr(4));
+    return h;
   }
   for (const HintInfo& h : hint_registry()) {
     bool match = h.name == name;
@@ -45,6 +73,12 @@ Hint make_hint(const std::string& name, const HintParams& p) {
   std::string known;
   for (const HintInfo& h : hint_registry()) known += (known.empty() ? "" : ", ") + h.name;
   throw SpecError(fmt::format("unknown hint '{}' (known: {}; or csv:PATH)", name, known));
+}
+
+Hint make_hint(const std::string& name) {
+  HintParams p;
+  if (name.rfind("csv:", 0) == 0) p.stages = p.microbatches = 0;
+  return make_hint(name, p);
 }
 
 }  // namespace rrfp

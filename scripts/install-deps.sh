@@ -5,16 +5,30 @@ PKGS=(build-essential cmake pkg-config git
       libstarpu-dev libhwloc-dev libopenmpi-dev openmpi-bin
       libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev
-      libtorch-dev python3)
+      libtorch-dev python3
+      libopenblas0-openmp)  # LibTorch's libblas.so.3: OpenMP build, as LibTorch's own threads (docs/training.md)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# libblas.so.3 and liblapack.so.3 are Debian alternatives: the netlib
+# reference (15-20x slower on gpt-tiny) wins when it was set by hand, so
+# point both at OpenBLAS unless an optimised BLAS is already chosen.
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+for lib in libblas.so.3 liblapack.so.3; do
+  name="$lib-$arch"
+  want="/usr/lib/$arch/openblas-openmp/$lib"
+  now=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p')
+  case "$now" in
+    */blas/*|*/lapack/*|"") $SUDO update-alternatives --set "$name" "$want" ;;
+  esac
+done

@@ -86,7 +86,7 @@ TEST(Csv, ExportFormat) {
 }
 
 TEST(Csv, DualPipeVReference) {
-  Hint h = make_hint("csv:" + kDualPipeV, {});
+  Hint h = make_hint("csv:" + kDualPipeV);
   const PipelineSpec& sp = h.spec();
   EXPECT_EQ(sp.devices, 4);
   EXPECT_EQ(sp.stages, 8);
@@ -215,5 +215,5 @@ TEST(Csv, RandomJunkNeverCrashes) {
 
 TEST(Csv, MissingFileIsSpecError) {
   EXPECT_THROW(import_csv_file("/nonexistent/dir/x.csv"), SpecError);
-  EXPECT_THROW(make_hint("csv:/nonexistent/x.csv", {}), SpecError);
+  EXPECT_THROW(make_hint("csv:/nonexistent/x.csv"), SpecError);
 }

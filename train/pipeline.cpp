@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "train/blas.hpp"
+
 namespace rrfp::train {
 
 std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windows, int M, int b, int T) {
@@ -58,7 +60,7 @@ void Pipeline::check_order(bool ok, const char* what, int s, int m) const {
 }
 
 void one_intra_op_thread() {
-  static thread_local bool single = (torch::set_num_threads(1), true);
+  static thread_local bool single = (torch::set_num_threads(1), blas_single_thread(), true);
   (void)single;
 }
 

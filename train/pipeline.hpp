@@ -23,8 +23,8 @@
 
 namespace rrfp::train {
 
-// Each worker is one device: no intra-op threads under the calling thread
-// (once per thread; OpenMP's thread count is per thread).
+// Each worker is one device: no intra-op threads under the calling thread,
+// torch's or the BLAS's (once per thread; OpenMP's thread count is per thread).
 void one_intra_op_thread();
 
 // Splits M*b windows of T+1 bytes (Sampler::next) into M microbatches.

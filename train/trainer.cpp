@@ -169,26 +169,37 @@ struct Trainer::Impl {
     check_options(o);
     return o.batch_size > 0 ? o.batch_size / o.microbatches : o.micro_batch_size;
   }
-  static Hint hint_of(const TrainOptions& o) {
+  // The hint decides the run's dimensions: a CSV hint takes its own for
+  // --stages / --microbatches / --chunks left at 0 and refuses others that
+  // disagree, so the data is sized by the schedule that actually runs.
+  struct Resolved {
+    TrainOptions o;
+    Hint hint;
+  };
+  static Resolved resolve(TrainOptions o) {
     HintParams hp;
     hp.stages = o.stages;
     hp.microbatches = o.microbatches;
     hp.chunks = o.chunks;
     hp.split = o.split;
-    return make_hint(o.hint, hp);
+    Hint h = make_hint(o.hint, hp);
+    o.stages = h.devices();
+    o.microbatches = h.spec().microbatches;
+    return {std::move(o), std::move(h)};
   }
 
-  explicit Impl(const TrainOptions& opt)
-      : o(opt),
+  explicit Impl(const TrainOptions& opt) : Impl(resolve(opt)) {}
+  explicit Impl(Resolved r)
+      : o(std::move(r.o)),
         M(o.microbatches),
         b(micro_batch(o)),  // validates the options first
-        hint(hint_of(o)),
+        hint(std::move(r.hint)),
         g(*hint.graph),
         P(hint.spec().stages),
         mm(o.model == "mm-tiny"),
         TP(o.tensor_parallel),
         mpi(o.executor == "starpu" && mpi_launched()) {
-    torch::set_num_threads(1);
+    one_intra_op_thread();
     if (mm)
       model_ptr = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
     else
