@@ -64,7 +64,8 @@ int inflight_slack_from_env(int fallback) {
 
 void prepare_session(const Hint& hint, const ExecOptions& opt) {
   const int slots = hint.devices() * opt.tensor_parallel;
-  if (slots <= max_cpu_workers()) StarpuSession::reuse(resolve_policy(opt.policy), slots, opt.profile);
+  if (slots <= max_cpu_workers())
+    StarpuSession::reuse(resolve_policy(opt.policy), slots, opt.profile).init_workers_once(opt.worker_init);
 }
 
 ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const ExecOptions& opt) {
@@ -78,6 +79,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
                                 T > 1 ? fmt::format(" ({} x {} tensor-parallel)", D, T) : "", max_cpu_workers()));
 
   StarpuSession& session = StarpuSession::reuse(choice, D * T, opt.profile);
+  session.init_workers_once(opt.worker_init);
   ExecResult res;
   res.policy = choice.name;
   res.devices = D;

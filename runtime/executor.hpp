@@ -46,6 +46,10 @@ struct ExecOptions {
   // optimizer step. A throw fails the run like a throwing body. With
   // T > 1: one per stage and member, called with member * stages + stage.
   std::function<void(int stage)> stage_epilogue;
+  // Optional: run once on every worker when a StarPU session starts, before
+  // any task (StarpuSession::init_workers_once); training sets up each
+  // worker's LibTorch and BLAS threads there.
+  std::function<void()> worker_init;
 };
 
 struct ExecResult {

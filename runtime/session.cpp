@@ -32,6 +32,14 @@ StarpuSession& StarpuSession::reuse(const PolicyChoice& policy, int ncpus, bool 
 
 void StarpuSession::close_reused() { kept().reset(); }
 
+void StarpuSession::init_workers_once(const std::function<void()>& init) {
+  if (workers_initialised_ || !init) return;
+  workers_initialised_ = true;
+  // Pinned tasks, one per worker, that bypass the policy; returns when all ran.
+  starpu_execute_on_each_worker([](void* f) { (*static_cast<const std::function<void()>*>(f))(); },
+                                const_cast<std::function<void()>*>(&init), STARPU_CPU);
+}
+
 int max_cpu_workers() { return STARPU_MAXCPUS; }
 
 StarpuSession::StarpuSession(const PolicyChoice& policy, int ncpus, bool profiling)

@@ -3,6 +3,8 @@
 // session and starting another.
 #pragma once
 
+#include <functional>
+
 #include "sched/policy_registry.hpp"
 
 namespace rrfp {
@@ -28,6 +30,11 @@ class StarpuSession {
   static void close_reused();
 
   const PolicyChoice& policy() const { return policy_; }
+  // Runs `init` once on every CPU worker of this session, the first time it
+  // is called (later calls do nothing): thread-local set-up (a BLAS's
+  // buffers, an allocator's caches, thread counts) that would otherwise land
+  // in the first task each worker runs.
+  void init_workers_once(const std::function<void()>& init);
   // StarPU worker id of the CPU worker that plays device d.
   int worker_of_device(int d) const;
 
@@ -35,6 +42,7 @@ class StarpuSession {
   PolicyChoice policy_;
   int ncpus_;
   bool profiling_;
+  bool workers_initialised_ = false;
 };
 
 }  // namespace rrfp

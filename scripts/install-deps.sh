@@ -6,7 +6,8 @@ PKGS=(build-essential cmake pkg-config git
       libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev
       libtorch-dev python3
-      libopenblas0-openmp)  # LibTorch's libblas.so.3: OpenMP build, as LibTorch's own threads (docs/training.md)
+      libopenblas0-openmp      # LibTorch's libblas.so.3: the OpenMP build, as LibTorch's own threads
+      libgoogle-perftools-dev) # tcmalloc for the training programs (docs/training.md)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

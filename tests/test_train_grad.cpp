@@ -205,3 +205,40 @@ TEST(TrainGrad, OneFOneBHoldsLessActivationThanGPipe) {
 
 }  // namespace
 }  // namespace rrfp::train
+
+namespace rrfp::train {
+namespace {
+
+// Deterministic mode adds a stage's microbatch gradients in microbatch order
+// whatever order W runs in, so every order gives bitwise the plain loop's
+// gradients; the buffers are reused from step to step.
+TEST(TrainGrad, DeterministicSumIsBitwiseTheSameInAnyWeightOrder) {
+  torch::set_num_threads(1);
+  const GptConfig cfg = tiny_config();
+  const GptModel model(cfg, 4);
+  const int M = 4;
+  const auto mbs = testing::corpus_batch(cfg, M, 2, 9);
+  const ReferenceStep ref = reference_step(model, mbs);
+  auto run = [&](Pipeline& p, const std::vector<int>& w_order) {
+    p.begin_step(mbs);
+    for (int m = 0; m < M; ++m) p.run(Kind::F, 0, m);
+    for (int m = 0; m < M; ++m) p.run(Kind::B, 0, m);
+    for (int m : w_order) p.run(Kind::W, 0, m);
+    return p.stage_grads(0);
+  };
+  Pipeline p(model, 1, M, true);
+  for (const std::vector<int>& order : std::vector<std::vector<int>>{{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}}) {
+    const auto grads = run(p, order);  // the same Pipeline: step after step
+    ASSERT_EQ(grads.size(), ref.grads.size());
+    for (size_t i = 0; i < grads.size(); ++i) EXPECT_TRUE(torch::equal(grads[i], ref.grads[i])) << i;
+  }
+  // A missing microbatch is an error, not a silently smaller sum.
+  p.begin_step(mbs);
+  for (int m = 0; m < M; ++m) p.run(Kind::F, 0, m);
+  for (int m = 0; m < M; ++m) p.run(Kind::B, 0, m);
+  for (int m : {0, 2, 3}) p.run(Kind::W, 0, m);
+  EXPECT_THROW(p.stage_grads(0), std::logic_error);
+}
+
+}  // namespace
+}  // namespace rrfp::train

@@ -51,7 +51,9 @@ void Pipeline::begin_step(std::vector<Microbatch> mbs) {
   mbs_ = std::move(mbs);
   slots_.assign(static_cast<size_t>(stages()) * M_, Slot{});
   losses_.assign(M_, 0.0f);
-  acc_.assign(det_ ? static_cast<size_t>(stages()) * M_ : stages(), {});
+  if (acc_.size() != static_cast<size_t>(stages())) acc_.assign(stages(), {});
+  acc_count_.assign(stages(), 0);
+  if (det_) early_.assign(static_cast<size_t>(stages()) * M_, {});
   for (int s = 0; s < stages(); ++s) peak_[s].store(0);
 }
 
@@ -62,6 +64,13 @@ void Pipeline::check_order(bool ok, const char* what, int s, int m) const {
 void one_intra_op_thread() {
   static thread_local bool single = (torch::set_num_threads(1), blas_single_thread(), true);
   (void)single;
+}
+
+void warm_worker() {
+  one_intra_op_thread();
+  torch::NoGradGuard no_graph;
+  const torch::Tensor a = torch::ones({64, 64});
+  (void)torch::mm(a, a).sum().item<float>();
 }
 
 void Pipeline::run(Kind k, int s, int m) {
@@ -165,6 +174,11 @@ void Pipeline::backward_input(int s, int m) {
 void Pipeline::backward_weight(int s, int m) {
   Slot& sl = slot(s, m);
   check_order(sl.b_done, "W before B", s, m);
+  // The tape's inputs x are activations that require grad: without this
+  // guard every dW = dz^T x would record a graph holding x (every linear's
+  // input of every microbatch) alive in the gradient buffers until the step
+  // ends, and W would pay for building it.
+  torch::NoGradGuard no_graph;
   const auto& params = stages_[s].params();
   std::vector<torch::Tensor> grads(params.size());
   auto add = [&](int p, torch::Tensor g) {
@@ -203,34 +217,39 @@ int Pipeline::index_of(int s, const torch::Tensor& param) const {
   return it->second;
 }
 
-void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
-  if (det_) {
-    acc_[static_cast<size_t>(s) * M_ + m] = std::move(grads);
-    return;
-  }
-  std::lock_guard<std::mutex> g(acc_mu_[s]);
+void Pipeline::add_to_sum(int s, std::vector<torch::Tensor>& grads) {
   auto& acc = acc_[s];
-  if (acc.empty()) {
+  if (acc_count_[s]++ > 0) {
+    for (size_t i = 0; i < acc.size(); ++i) acc[i].add_(grads[i]);
+  } else if (acc.size() == grads.size()) {
     // Own copies: a returned gradient may share storage with autograd state.
+    for (size_t i = 0; i < acc.size(); ++i) acc[i].copy_(grads[i]);
+  } else {
+    acc.clear();
     for (auto& t : grads) acc.push_back(t.clone());
+  }
+}
+
+void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
+  std::lock_guard<std::mutex> g(acc_mu_[s]);
+  if (!det_) return add_to_sum(s, grads);
+  auto early = [&](int mb) -> std::vector<torch::Tensor>& { return early_[static_cast<size_t>(s) * M_ + mb]; };
+  if (m != acc_count_[s]) {  // ahead of its turn: wait for the microbatches before it
+    early(m) = std::move(grads);
     return;
   }
-  for (size_t i = 0; i < acc.size(); ++i) acc[i].add_(grads[i]);
+  add_to_sum(s, grads);
+  while (acc_count_[s] < M_ && !early(acc_count_[s]).empty()) {
+    auto next = std::move(early(acc_count_[s]));
+    early(acc_count_[s]).clear();
+    add_to_sum(s, next);
+  }
 }
 
 std::vector<torch::Tensor> Pipeline::stage_grads(int s) const {
-  if (!det_) return acc_[s];
-  std::vector<torch::Tensor> sum;
-  for (int m = 0; m < M_; ++m) {
-    const auto& g = acc_[static_cast<size_t>(s) * M_ + m];
-    if (g.empty()) throw std::logic_error(fmt::format("stage {} microbatch {} has no gradient", s, m));
-    if (m == 0) {
-      for (const auto& t : g) sum.push_back(t.clone());
-    } else {
-      for (size_t i = 0; i < sum.size(); ++i) sum[i].add_(g[i]);
-    }
-  }
-  return sum;
+  if (det_ && acc_count_[s] != M_)
+    throw std::logic_error(fmt::format("stage {} microbatch {} has no gradient", s, acc_count_[s]));
+  return acc_count_[s] > 0 ? acc_[s] : std::vector<torch::Tensor>{};
 }
 
 double Pipeline::loss() const {

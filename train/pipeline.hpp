@@ -26,6 +26,10 @@ namespace rrfp::train {
 // Each worker is one device: no intra-op threads under the calling thread,
 // torch's or the BLAS's (once per thread; OpenMP's thread count is per thread).
 void one_intra_op_thread();
+// A new worker's first pass would also pay for its thread-local set-up
+// (the thread counts above, the BLAS's buffers, the allocator's caches):
+// the executor runs this once per worker when StarPU starts instead.
+void warm_worker();
 
 // Splits M*b windows of T+1 bytes (Sampler::next) into M microbatches.
 std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windows, int microbatches,
@@ -33,9 +37,11 @@ std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windo
 
 class Pipeline {
  public:
-  // deterministic: keep one gradient buffer per (stage, microbatch) and sum
-  // them in microbatch order at the end, so the result does not depend on
-  // the order W tasks ran in; costs (M - 1) extra copies of the gradients.
+  // deterministic: add each stage's microbatch gradients in microbatch
+  // order whatever order the W tasks ran in, so the result is bitwise the
+  // plain loop's: a gradient that arrives before an earlier microbatch's
+  // waits in a reorder buffer (none waits when W runs in microbatch order,
+  // as in GPipe, 1F1B and ZB-H1; at most M - 1 copies otherwise).
   Pipeline(const Model& model, int model_stages, int microbatches, bool deterministic);
   ~Pipeline();
 
@@ -99,8 +105,14 @@ class Pipeline {
   std::vector<Microbatch> mbs_;
   std::vector<Slot> slots_;
   std::vector<float> losses_;
-  // Non-deterministic: one running sum per stage; deterministic: per (s, m).
+  // One running sum per stage. The buffers outlive the step, so a step
+  // neither frees nor allocates them (docs/training.md, "Gradient buffers").
   std::vector<std::vector<torch::Tensor>> acc_;
+  std::vector<int> acc_count_;  // per stage: microbatches added this step
+  // Deterministic mode: gradients that arrived ahead of their turn, per
+  // (stage, microbatch); empty when W runs in microbatch order.
+  std::vector<std::vector<torch::Tensor>> early_;
+  void add_to_sum(int s, std::vector<torch::Tensor>& grads);  // under acc_mu_[s]
   std::unique_ptr<std::mutex[]> acc_mu_;
   std::vector<std::shared_ptr<MemCounter>> mem_;
   std::unique_ptr<std::atomic<std::int64_t>[]> peak_;

@@ -401,6 +401,7 @@ struct Trainer::Impl {
       optimizer_step(t, s, step, pipes[t]->stage_grads(s));
       if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
     };
+    eo.worker_init = warm_worker;
     return eo;
   }
 #endif
