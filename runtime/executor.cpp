@@ -28,10 +28,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// execute()'s run: the shared records and the number of tasks to wait for.
-struct Run : RunState {
-  int total = 0;  // graph tasks + epilogue tasks
-};
+// execute()'s run: the shared records; total = graph tasks + epilogue tasks.
+struct Run : RunState {};
 
 void graph_task_body(void** /*buffers*/, void* cl_arg) {
   auto* a = static_cast<GraphTaskArg*>(cl_arg);
@@ -47,8 +45,7 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
   }
   r->end[mt] = r->now();
   r->running.fetch_sub(1);
-  r->done.fetch_add(1);
-  r->cv.notify_all();
+  r->finished_one();
 }
 
 }  // namespace

@@ -121,8 +121,7 @@ void graph_task_body(void** /*buffers*/, void* cl_arg) {
       if (starpu_mpi_isend_detached(r->handle[o.edge], o.dest, o.edge, MPI_COMM_WORLD, nullptr, nullptr) != 0)
         r->fail(fmt::format("starpu_mpi_isend_detached for {} -> {} failed", g.label(id), g.label(o.consumer % r->n)));
   r->running.fetch_sub(1);
-  r->done.fetch_add(1);
-  r->cv.notify_all();
+  r->finished_one();
 }
 
 // A cross-rank message arrived: its transfer completes after the link delay.
@@ -385,6 +384,7 @@ MpiExecResult execute_mpi(const Hint& hint, const std::function<void(int)>& body
     epi_tasks.push_back(st);
   }
   n_local += static_cast<int>(epi_tasks.size());
+  run.total = n_local;
 
   if (arb) {
     // The policy maps every slot to a worker; another rank's slots have

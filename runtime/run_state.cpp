@@ -23,6 +23,12 @@ void RunState::fail(std::string msg) {
   cv.notify_all();
 }
 
+void RunState::finished_one() {
+  if (done.fetch_add(1) + 1 < total) return;
+  { std::lock_guard<std::mutex> g(m); }  // the watchdog is in wait_for or has not checked done yet
+  cv.notify_all();
+}
+
 void transfer_started(void* arg) {
   auto* t = static_cast<TransferArg*>(arg);
   t->run->link->schedule(t->task, t->delay_s);
@@ -42,8 +48,7 @@ void epilogue_body(void** /*buffers*/, void* cl_arg) {
   }
   r->epi_end[i] = r->now();
   r->running.fetch_sub(1);
-  r->done.fetch_add(1);
-  r->cv.notify_all();
+  r->finished_one();
 }
 
 }  // namespace rrfp

@@ -35,8 +35,9 @@ struct RunState {
   std::vector<std::vector<int>> by_worker;  // task ids per worker, each written only by its worker thread
   std::atomic<int> done{0}, running{0};
   std::atomic<bool> abort{false};  // a failed run drains without doing work
+  int total = 0;               // tasks the watchdog waits for (set before submission)
   std::mutex m;
-  std::condition_variable cv;  // notified on every completion and failure
+  std::condition_variable cv;  // notified on the last completion and on failures
   std::string error;           // first failure
   LinkThread* link = nullptr;
 
@@ -45,6 +46,11 @@ struct RunState {
   void size_records(int epilogues);
   double now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
   void fail(std::string msg);
+  // A task's body is over: counts it, and wakes the watchdog when it was the
+  // last one. Not on every task: each wake-up took a core from the workers
+  // (on one core, a context switch per pass); stalls are found on the
+  // watchdog's own timer.
+  void finished_one();
 };
 
 // A transfer task (no codelet) held for its link delay once its producer is
