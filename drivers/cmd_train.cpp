@@ -6,6 +6,7 @@
 
 #include "drivers/commands.hpp"
 #include "graph/pipeline_spec.hpp"
+#include "hints/generators.hpp"
 #include "runtime/mpi_session.hpp"
 #include "train/blas.hpp"
 #include "train/trainer.hpp"
@@ -57,7 +58,7 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   c->callback([o, split, fused, quiet, stages, microbatches, chunks] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
-    if (o->hint.rfind("csv:", 0) == 0) {  // the file's dimensions, unless given (docs/hints.md)
+    if (is_csv_hint(o->hint)) {  // the file's dimensions, unless given (docs/hints.md)
       if (stages->count() == 0) o->stages = 0;
       if (microbatches->count() == 0) o->microbatches = 0;
       if (chunks->count() == 0) o->chunks = 0;

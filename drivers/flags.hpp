@@ -18,7 +18,7 @@ struct HintFlags {
   bool split = false, fused = false;
   // Set by add_hint_flags: a CSV hint takes the file's value of a flag not given.
   const CLI::Option *stages_opt = nullptr, *microbatches_opt = nullptr, *chunks_opt = nullptr;
-  bool is_csv() const { return hint.rfind("csv:", 0) == 0; }
+  bool is_csv() const { return is_csv_hint(hint); }
   HintParams resolved() const {
     HintParams p = params;
     if (split && fused) throw SpecError("--split and --fused exclude each other");

@@ -55,7 +55,7 @@ const std::vector<HintInfo>& hint_registry() {
 }
 
 Hint make_hint(const std::string& name, const HintParams& p) {
-  if (name.rfind("csv:", 0) == 0) {
+  if (is_csv_hint(name)) {
     if (name.size() == 4) throw SpecError("hint 'csv:' needs a file path (csv:PATH)");
     Hint h = import_csv_file(name.substr(4));
     check_csv_agrees(h, p, name.substr(4));
@@ -77,7 +77,7 @@ Hint make_hint(const std::string& name, const HintParams& p) {
 
 Hint make_hint(const std::string& name) {
   HintParams p;
-  if (name.rfind("csv:", 0) == 0) p.stages = p.microbatches = 0;
+  if (is_csv_hint(name)) p.stages = p.microbatches = 0;
   return make_hint(name, p);
 }
 

@@ -12,7 +12,7 @@ std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc
   static const char* known[] = {"sigma", "bandwidth", "link-ms", "microbatches", "slack"};
   if (std::find(std::begin(known), std::end(known), param) == std::end(known))
     throw SpecError(fmt::format("unknown sweep parameter '{}' (sigma, bandwidth, link-ms, microbatches, slack)", param));
-  if (param == "microbatches" && hint.rfind("csv:", 0) == 0)
+  if (param == "microbatches" && is_csv_hint(hint))
     throw SpecError(fmt::format("--param microbatches cannot vary hint '{}': a CSV fixes its microbatches", hint));
   std::vector<SweepPoint> out;
   for (double v : values) {
