@@ -26,13 +26,9 @@ struct BenchArgs {
 };
 
 void run(const BenchArgs& a) {
-  const HintParams p = a.hint.resolved();
-  if (!a.hint.is_csv() && p.microbatches < 1)
-    throw SpecError(fmt::format("--microbatches must be at least 1 (got {})", p.microbatches));
-  if (!a.hint.is_csv() && p.stages < 1) throw SpecError("--stages must be at least 1");
   const bool mpi = mpi_launched();  // devices spread over ranks: see docs/mpi.md
   if (a.tensor_parallel < 1) throw SpecError("--tensor-parallel must be at least 1");
-  Hint hint = make_hint(a.hint.hint, p);
+  Hint hint = a.hint.make();  // the generators and the CSV import check the dimensions
   if (!mpi && hint.devices() * a.tensor_parallel > max_cpu_workers())
     throw SpecError(fmt::format("{} devices x --tensor-parallel {}: one StarPU CPU worker per device and at most {} here",
                                 hint.devices(), a.tensor_parallel, max_cpu_workers()));

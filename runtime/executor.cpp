@@ -28,12 +28,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// execute()'s run: the shared records; total = graph tasks + epilogue tasks.
-struct Run : RunState {};
-
 void graph_task_body(void** /*buffers*/, void* cl_arg) {
   auto* a = static_cast<GraphTaskArg*>(cl_arg);
-  Run* r = static_cast<Run*>(a->owner);
+  RunState* r = static_cast<RunState*>(a->owner);
   const int id = a->id, mt = a->member * r->n + id, w = starpu_worker_get_id();
   r->worker[mt] = w;
   r->by_worker[w].push_back(id);
@@ -86,7 +83,7 @@ ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const
   for (int slot = 0; slot < D * T; ++slot) res.member_worker.push_back(session.worker_of_device(slot));
   for (int d = 0; d < D; ++d) res.device_worker.push_back(res.member_worker[d * T]);
 
-  Run run;
+  RunState run;  // total = graph tasks + epilogue tasks
   run.g = &g;
   run.n = n;
   run.tp = T;

@@ -46,10 +46,9 @@ BlasInfo blas_in_use() {
   } else if (symbol<void*>("MKL_Get_Version_String")) {
     b.kind = "MKL";
     b.detail = "Intel MKL";
-  } else if (b.library.find("/blas/libblas.so") != std::string::npos ||
-             b.library.find("libblas.so") != std::string::npos || b.library.find("libcblas") != std::string::npos) {
-    // Debian installs netlib's reference as blas/libblas.so.3; an optimised
-    // one announces itself through one of the symbols above.
+  } else if (b.library.find("libblas.so") != std::string::npos || b.library.find("libcblas") != std::string::npos) {
+    // A plain libblas that announces nothing: netlib's reference (Debian's
+    // blas/libblas.so.3); the optimised ones answer one of the symbols above.
     b.kind = "reference";
     b.detail = "netlib reference BLAS";
     b.threads = 1;

@@ -5,10 +5,13 @@
 
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #include "train/blas.hpp"
 
 namespace rrfp::train {
+
+using torch::autograd::impl::gradient_edge;
 
 std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windows, int M, int b, int T) {
   const int64_t w = T + 1;
@@ -127,6 +130,16 @@ void Pipeline::take_grad_out(int s, int m) {
   }
 }
 
+// One autograd pass from the stage output (seeded with grad_out) to the
+// stage input, when it has one (stage 0's input is token ids), then `wrt`;
+// the graph is freed. Unreached edges come back undefined.
+std::vector<torch::Tensor> Pipeline::backward_to(int s, const Slot& sl, torch::autograd::edge_list wrt) {
+  if (s > 0) wrt.insert(wrt.begin(), gradient_edge(sl.input));
+  return torch::autograd::Engine::get_default_engine().execute({gradient_edge(sl.output)}, {sl.grad_out},
+                                                              /*keep_graph=*/false, /*create_graph=*/false,
+                                                              /*accumulate_grad=*/false, wrt);
+}
+
 // B: autograd runs once, for the stage input's gradient, dz of every linear
 // output recorded in F, and the parameters that are not linear weights
 // (norms, embeddings, biases added outside a linear). The graph is freed;
@@ -145,17 +158,11 @@ void Pipeline::backward_input(int s, int m) {
   sl.other.clear();
   for (size_t p = 0; p < params.size(); ++p)
     if (!taped[p]) sl.other.push_back(static_cast<int>(p));
-  // torch::autograd::grad, with graph edges as the inputs (the recorded
-  // linear outputs are not kept as tensors); unreached ones come back undefined.
-  using torch::autograd::impl::gradient_edge;
+  // Graph edges as the inputs: the recorded linear outputs are not kept as tensors.
   torch::autograd::edge_list wrt;
-  // The first stage's input is token ids: no gradient to hand back.
-  if (s > 0) wrt.push_back(gradient_edge(sl.input));
   for (const TapeEntry& e : sl.tape) wrt.push_back(e.z);
   for (int p : sl.other) wrt.push_back(gradient_edge(params[p].t));
-  auto g = torch::autograd::Engine::get_default_engine().execute(
-      {gradient_edge(sl.output)}, {sl.grad_out}, /*keep_graph=*/false, /*create_graph=*/false,
-      /*accumulate_grad=*/false, wrt);
+  auto g = backward_to(s, sl, wrt);
   size_t at = 0;
   if (s > 0) sl.grad_in = g[at++];
   sl.dz.clear();
@@ -210,14 +217,10 @@ void Pipeline::backward_full(int s, int m) {
   Slot& sl = slot(s, m);
   check_order(sl.output.defined(), "BW before F", s, m);
   take_grad_out(s, m);
-  using torch::autograd::impl::gradient_edge;
   const auto& params = stages_[s].params();
   torch::autograd::edge_list wrt;
-  if (s > 0) wrt.push_back(gradient_edge(sl.input));
   for (const auto& p : params) wrt.push_back(gradient_edge(p.t));
-  auto g = torch::autograd::Engine::get_default_engine().execute(
-      {gradient_edge(sl.output)}, {sl.grad_out}, /*keep_graph=*/false, /*create_graph=*/false,
-      /*accumulate_grad=*/false, wrt);
+  auto g = backward_to(s, sl, wrt);
   size_t at = 0;
   if (s > 0) sl.grad_in = g[at++];
   std::vector<torch::Tensor> grads(g.begin() + static_cast<std::ptrdiff_t>(at), g.end());
@@ -238,13 +241,13 @@ int Pipeline::index_of(int s, const torch::Tensor& param) const {
 
 void Pipeline::add_to_sum(int s, std::vector<torch::Tensor>& grads) {
   auto& acc = acc_[s];
+  // The first microbatch is copied, not kept: a returned gradient may share
+  // storage with autograd state. The buffers are made once, by the first step.
   if (acc_count_[s]++ > 0) {
     for (size_t i = 0; i < acc.size(); ++i) acc[i].add_(grads[i]);
-  } else if (acc.size() == grads.size()) {
-    // Own copies: a returned gradient may share storage with autograd state.
+  } else if (!acc.empty()) {
     for (size_t i = 0; i < acc.size(); ++i) acc[i].copy_(grads[i]);
   } else {
-    acc.clear();
     for (auto& t : grads) acc.push_back(t.clone());
   }
 }
@@ -259,8 +262,7 @@ void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
   }
   add_to_sum(s, grads);
   while (acc_count_[s] < M_ && !early(acc_count_[s]).empty()) {
-    auto next = std::move(early(acc_count_[s]));
-    early(acc_count_[s]).clear();
+    auto next = std::exchange(early(acc_count_[s]), {});
     add_to_sum(s, next);
   }
 }

@@ -113,6 +113,7 @@ class Pipeline {
   // (stage, microbatch); empty when W runs in microbatch order.
   std::vector<std::vector<torch::Tensor>> early_;
   void add_to_sum(int s, std::vector<torch::Tensor>& grads);  // under acc_mu_[s]
+  std::vector<torch::Tensor> backward_to(int s, const Slot& sl, torch::autograd::edge_list wrt);
   std::unique_ptr<std::mutex[]> acc_mu_;
   std::vector<std::shared_ptr<MemCounter>> mem_;
   std::unique_ptr<std::atomic<std::int64_t>[]> peak_;
