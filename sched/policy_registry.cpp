@@ -20,20 +20,21 @@ using LibPolicyFn = starpu_sched_policy* (*)(const char*);
 
 // Plug-ins stay loaded for the life of the process: StarPU may still hold
 // pointers into them after a run.
-LibPolicyFn load_plugin(const std::string& path) {
+LibPolicyFn load_plugin(const std::string& var, const std::string& path) {
   static std::mutex m;
   static std::map<std::string, LibPolicyFn> loaded;
   std::lock_guard<std::mutex> g(m);
   auto it = loaded.find(path);
   if (it != loaded.end()) return it->second;
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) throw SpecError(fmt::format("RRFP_SCHED_LIB: cannot load '{}': {}", path, dlerror()));
+  if (!h) throw SpecError(fmt::format("{}: cannot load '{}': {}", var, path, dlerror()));
   dlerror();
   void* sym = dlsym(h, "starpu_get_sched_lib_policy");
   if (!sym) {
     dlclose(h);
     throw SpecError(fmt::format(
-        "RRFP_SCHED_LIB: '{}' has no symbol starpu_get_sched_lib_policy (see docs/plugins.md)", path));
+        "{}: '{}' has no symbol starpu_get_sched_lib_policy, StarPU 1.4's plug-in entry point (see docs/plugins.md)",
+        var, path));
   }
   LibPolicyFn fn;
   static_assert(sizeof(fn) == sizeof(sym));
@@ -64,12 +65,18 @@ PolicyChoice resolve_policy(const std::string& requested) {
     if (env) name = env;
   }
   PolicyChoice c;
-  const char* lib = std::getenv("RRFP_SCHED_LIB");
+  // StarPU 1.4's own STARPU_SCHED_LIB (RRFP_SCHED_LIB, the name used before
+  // StarPU 1.4, still works). We load it ourselves so that a library without
+  // the entry point, or without the policy asked for, is an error: StarPU
+  // itself would warn and run lws instead.
+  const char* var = "STARPU_SCHED_LIB";
+  const char* lib = std::getenv(var);
+  if (!lib || !*lib) lib = std::getenv(var = "RRFP_SCHED_LIB");
   if (lib && *lib) {
-    LibPolicyFn fn = load_plugin(lib);
+    LibPolicyFn fn = load_plugin(var, lib);
     starpu_sched_policy* p = fn(name.empty() ? nullptr : name.c_str());
     if (!p)
-      throw SpecError(fmt::format("RRFP_SCHED_LIB: '{}' has no policy named '{}'", lib, name.empty() ? "(default)" : name));
+      throw SpecError(fmt::format("{}: '{}' has no policy named '{}'", var, lib, name.empty() ? "(default)" : name));
     c.kind = PolicyChoice::Kind::Plugin;
     c.policy = p;
     c.name = p->policy_name ? p->policy_name : (name.empty() ? "plugin" : name);

@@ -2,7 +2,7 @@
 # Installs every Debian package RRFP needs; idempotent (apt-get only what is missing).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config git
-      libstarpu-dev libhwloc-dev libopenmpi-dev openmpi-bin
+      libhwloc-dev libfxt-dev libopenmpi-dev openmpi-bin   # StarPU 1.4.10 is built below
       libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev
       libtorch-dev python3
@@ -33,3 +33,7 @@ for lib in libblas.so.3 liblapack.so.3; do
     */blas/*|*/lapack/*|"") $SUDO update-alternatives --set "$name" "$want" ;;
   esac
 done
+
+# StarPU 1.4.10 with StarPU-MPI, hwloc, FxT (and CUDA where nvcc is found),
+# from Debian's source package into /opt/rrfp/starpu-1.4.10; reused once built.
+"$(dirname "$0")/build-starpu.sh"

@@ -4,6 +4,8 @@
 // supports it; the collective layer itself sums in member order and turns a
 // mismatched order into an error instead of a silent wrong sum.
 #include "tests/runtime_helpers.hpp"
+#include "runtime/session.hpp"
+#include <fmt/format.h>
 
 #include <atomic>
 #include <thread>
@@ -129,6 +131,6 @@ TEST(TensorParallel, EveryOrderKeepingPolicyAndRefusals) {
     EXPECT_NE(std::string(e.what()).find("rrfp, rrfp-fixed or static-order"), std::string::npos) << e.what();
   }
   use_policy("rrfp");
-  cfg.exec.tensor_parallel = 3;  // 2 x 3 > 4 workers
+  cfg.exec.tensor_parallel = max_cpu_workers() / 2 + 1;  // 2 devices x T > STARPU_MAXCPUS workers
   EXPECT_THROW(run_bench(h, cfg), SpecError);
 }
