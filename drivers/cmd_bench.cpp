@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "drivers/commands.hpp"
+#include "drivers/env_config.hpp"
 #include "drivers/flags.hpp"
 #include "runtime/bench.hpp"
 #include "runtime/mpi_executor.hpp"
@@ -23,6 +24,7 @@ struct BenchArgs {
   int tensor_parallel = 1;
   int slack = -1, iterations = 1;
   int devices_per_rank = 1;  // under mpirun/srun (docs/mpi.md)
+  double message_mb = 4.0 / 1024;  // every activation and gradient handle: 4 KiB
 };
 
 void run(const BenchArgs& a) {
@@ -41,8 +43,14 @@ void run(const BenchArgs& a) {
   cfg.exec.profile = !a.trace.empty();
   cfg.iterations = a.iterations;
   cfg.exec.tensor_parallel = a.tensor_parallel;
+  if (!(a.message_mb > 0) || a.message_mb > 4096) throw SpecError("--message-mb must be in (0, 4096]");
+  cfg.exec.message_bytes = static_cast<std::size_t>(a.message_mb * 1024 * 1024 + 0.5);
+  if (cfg.exec.message_bytes < 1) cfg.exec.message_bytes = 1;
+  cfg.exec.task_hook = fault_hook_from_env(hint);
   if (mpi) {
-    MpiOptions mo{a.devices_per_rank, {}, nullptr};
+    MpiOptions mo;
+    mo.devices_per_rank = a.devices_per_rank;
+    mo.timeout_s = mpi_timeout_from_env();
     if (a.tensor_parallel > 1) {
       auto comm = std::make_shared<MpiTpComm>(hint.devices(), a.tensor_parallel, a.devices_per_rank,
                                               kBenchAllreduceFloats, 30.0);
@@ -60,6 +68,8 @@ void run(const BenchArgs& a) {
   if (r.tensor_parallel > 1)
     fmt::print("tensor-parallel {}: collective order identical on every member in {} of {} iterations\n",
                r.tensor_parallel, r.collective_orders_identical, r.iterations);
+  fmt::print("messages: {} checked byte for byte on {}, {} bytes each\n", r.messages_checked,
+             mpi ? "rank 0" : "their consumers", r.message_bytes);
   for (int d = 0; d < r.devices; ++d)
     fmt::print("  device {}: busy {:.4f} s  peak in-flight {} (cap {})\n", d, r.busy_s[d], r.peak_inflight[d],
                r.inflight_cap[d]);
@@ -86,6 +96,9 @@ void add_bench_command(CLI::App& app) {
   add_hint_flags(cmd, a->hint, false);
   add_cost_flags(cmd, a->cost);
   cmd->add_option("--inflight-slack", a->slack, "raise the in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
+  cmd->add_option("--message-mb", a->message_mb,
+                  "size of every activation and gradient message (StarPU data handle), MiB; checked by its consumer")
+      ->capture_default_str();
   cmd->add_option("--iterations", a->iterations, "iterations (iteration i uses seed+i)")->capture_default_str();
   cmd->add_option("--policy", a->policy, "override STARPU_SCHED");
   cmd->add_option("--devices-per-rank", a->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "drivers/commands.hpp"
+#include "drivers/env_config.hpp"
 #include "graph/pipeline_spec.hpp"
 #include "hints/generators.hpp"
 #include "runtime/mpi_session.hpp"
@@ -64,6 +65,9 @@ void add_train_command(CLI::App& app) {
       if (chunks->count() == 0) o->chunks = 0;
     }
     o->split = *split ? 1 : (*fused ? 0 : -1);
+    o->fail_task = fail_task_from_env();
+    o->fail_step = fail_step_from_env();
+    o->mpi_timeout_s = mpi_timeout_from_env();
     if (mpi_launched() && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
     // The BLAS decides the speed of every pass (docs/training.md): say which one runs.
     if (!*quiet) {

@@ -3,12 +3,15 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "runtime/payload.hpp"
 
 namespace rrfp {
 
@@ -28,6 +31,8 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
   const TaskGraph& g = *hint.graph;
   const int D = hint.devices();
   BenchReport rep;
+  std::atomic<long> checked{0};
+  rep.message_bytes = cfg.exec.message_bytes;
   rep.hint = hint.name;
   rep.variability = cfg.cost.var.spec;
   rep.stages = g.spec().stages;
@@ -51,9 +56,23 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
     LowerBound lb = lower_bound(g, per_member);
     ExecOptions o = cfg.exec;
     if (c.link_ms > 0) o.link_delay_s = [&d](int id, int k) { return d.edge(id, k); };
-    auto body = [&](int call) {
-      if (T == 1) return sleep_for_seconds(d.task_s[call]);
+    // The message this task reads was written by its producer (F: the
+    // previous stage's F; a backward: the next stage's backward).
+    auto producer = [&](int id) {
+      const Task& t = g.task(id);
+      return t.kind == Kind::F ? g.find(Kind::F, t.stage - 1, t.mb) : g.backward_of(t.stage + 1, t.mb);
+    };
+    auto body = [&](int call, const TaskIo& io) {
       const int id = call % n, member = call / n;
+      if (io.in) {
+        const long bad = check_payload(io.in, io.bytes, payload_key(c.seed, producer(id), member));
+        if (bad >= 0)
+          throw std::runtime_error(fmt::format("message from {} to {} differs from what was sent at byte {} of {}",
+                                               g.label(producer(id)), g.label(id), bad, io.bytes));
+        checked.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (io.out) fill_payload(io.out, io.bytes, payload_key(c.seed, id, member));
+      if (T == 1) return sleep_for_seconds(d.task_s[call]);
       const Task& t = g.task(id);
       if (t.kind == Kind::W) return sleep_for_seconds(d.task_s[id] / T);  // no collective in W
       for (int c = 0; c < 2; ++c) {
@@ -95,6 +114,7 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
       rep.collective_orders_identical += same ? 1 : 0;
     }
   }
+  rep.messages_checked = checked.load();
   return rep;
 }
 
@@ -108,6 +128,10 @@ nlohmann::json to_json(const BenchReport& r) {
           {"variability", r.variability},
           {"tasks", r.tasks},
           {"transfers", r.last.transfers},
+          {"message_bytes", r.message_bytes},
+          {"messages_checked", r.messages_checked},
+          {"data_handles", r.last.data_handles},
+          {"explicit_dependencies", r.last.explicit_dependencies},
           {"iterations", r.iterations},
           {"makespan_s", r.makespan_s},
           {"lower_bound_s", r.lower_bound_s},

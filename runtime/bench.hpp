@@ -20,7 +20,7 @@ struct BenchConfig {
   int iterations = 1;  // iteration i draws with seed + i
   // Who runs the graph; empty = execute() (runtime/mpi_executor.hpp has one
   // for StarPU-MPI).
-  std::function<ExecResult(const Hint&, const std::function<void(int)>&, const ExecOptions&)> executor;
+  std::function<ExecResult(const Hint&, const TaskBody&, const ExecOptions&)> executor;
   // Tensor parallelism (exec.tensor_parallel = T > 1): each task's cost is
   // split over T members, and F, B and BW end each of their two halves
   // (attention, MLP) with an all-reduce of their group, as in Megatron.
@@ -49,6 +49,10 @@ struct BenchReport {
   std::vector<std::vector<std::vector<std::vector<std::int64_t>>>> collective_logs;
   // Iterations in which every group's members logged identical sequences.
   int collective_orders_identical = 0;
+  // Messages whose every byte this process checked against its producer's
+  // (runtime/payload.hpp), over all iterations.
+  long messages_checked = 0;
+  std::size_t message_bytes = 0;
 };
 
 // Sleeps until `seconds` after the call; the synthetic task body.

@@ -1,21 +1,20 @@
 // Runs a hint's task graph on real StarPU workers, one CPU worker a device.
 //
-// Every graph task becomes a StarPU task restricted to its device's worker
-// (task->workerids), with its graph predecessors as task dependencies. An
-// edge that crosses devices becomes a transfer task (no codelet) between
-// producer and consumer, held for the link delay (see link_thread.hpp).
-// W and BW tasks of one stage also access a per-stage gradient handle in
-// STARPU_RW | STARPU_COMMUTE mode: accumulation in any order. An optional
-// per-stage epilogue (the optimizer step, in training) is one more task per
-// model stage that accesses that handle in plain STARPU_RW, so StarPU runs
-// it after every W/BW of the stage, on the stage's device worker.
-//
-// The task body is the caller's: a sleep for the synthetic benchmark, a
-// LibTorch stage pass for training. execute() opens the StarPU session
-// itself and keeps it for the next run with the same policy and worker
-// count (runtime/session.hpp: one StarPU instance per process).
+// Every pass is a StarPU task whose dependencies come from the data it
+// reads and writes (runtime/data_plan.hpp): F(s,m) writes the activation
+// handle F(s+1,m) reads, a backward writes the gradient handle the previous
+// stage's backward reads, W and BW add into the stage's accumulator
+// handle (RW | COMMUTE), the optional per-stage epilogue (the optimizer
+// step, in training) reads and writes it after all of them. A message that
+// crosses devices with a link delay goes through a link task that holds it
+// for the delay (the emulated wire). The body gets the message buffers as
+// a TaskIo. execute() opens the StarPU session itself and keeps it for the
+// next run with the same policy and worker count (runtime/session.hpp).
+// The submitter is runtime/graph_run.hpp, shared with the StarPU-MPI
+// executor (runtime/mpi_executor.hpp).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -24,6 +23,17 @@
 #include "hints/hint.hpp"
 
 namespace rrfp {
+
+// The buffers of a task's messages: the one it reads (F: the previous
+// stage's activation; B/BW: the next stage's gradient) and the one it
+// writes, each ExecOptions::message_bytes long; null where it has none.
+struct TaskIo {
+  const void* in = nullptr;
+  void* out = nullptr;
+  std::size_t bytes = 0;
+};
+// The body of every graph task, called with member * tasks + task id.
+using TaskBody = std::function<void(int call, const TaskIo& io)>;
 
 struct ExecOptions {
   std::string policy;             // "" = STARPU_SCHED, unset = rrfp (sched/policy_registry.hpp)
@@ -50,6 +60,12 @@ struct ExecOptions {
   // any task (StarpuSession::init_workers_once); training sets up each
   // worker's LibTorch and BLAS threads there.
   std::function<void()> worker_init;
+  // Bytes of every message handle (activations and gradients), at least 1.
+  std::size_t message_bytes = 64;
+  // Optional, for tests: called on the worker before every body (member *
+  // tasks + id); a throw fails the task like a throwing body. Drivers build
+  // it from RRFP_FAIL_TASK and friends; production runs leave it empty.
+  std::function<void(int call)> task_hook;
 };
 
 struct ExecResult {
@@ -75,6 +91,10 @@ struct ExecResult {
   int tensor_parallel = 1;
   std::vector<int> member_worker;
   std::vector<std::vector<int>> member_order;  // graph task ids in execution order
+  // The data flow: handles registered (this process), messages that crossed
+  // ranks, dependencies declared by hand (none: docs/runtime.md).
+  int data_handles = 0, explicit_dependencies = 0;
+  long rank_messages = 0;
 };
 
 // The run stopped: a body threw (message names the task) or the run
@@ -82,9 +102,17 @@ struct ExecResult {
 struct ExecError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The run failed and StarPU could not be drained (tasks stuck in it, or
+// other ranks still running): StarPU is left as it is and the process has
+// to end; drivers print the message and exit (MPI_Abort under mpirun).
+struct UnrecoverableError : ExecError {
+  using ExecError::ExecError;
+};
 
 // Throws SpecError for bad configuration (policy, devices > workers, ...),
 // ExecError when the run itself fails. Never hangs on a stall.
+ExecResult execute(const Hint& hint, const TaskBody& body, const ExecOptions& opt = {});
+// A body that needs no message buffers.
 ExecResult execute(const Hint& hint, const std::function<void(int task)>& body, const ExecOptions& opt = {});
 
 // Opens (or keeps) the StarPU session that execute(hint, ..., opt) will use,

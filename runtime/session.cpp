@@ -32,6 +32,8 @@ StarpuSession& StarpuSession::reuse(const PolicyChoice& policy, int ncpus, bool 
 
 void StarpuSession::close_reused() { kept().reset(); }
 
+void StarpuSession::abandon() { (void)kept().release(); }
+
 void StarpuSession::init_workers_once(const std::function<void()>& init) {
   if (workers_initialised_ || !init) return;
   workers_initialised_ = true;

@@ -28,6 +28,10 @@ class StarpuSession {
   // constructing a StarpuSession directly. Closed at exit.
   static StarpuSession& reuse(const PolicyChoice& policy, int ncpus, bool profiling);
   static void close_reused();
+  // A run left tasks stuck in StarPU: the kept session is given up without
+  // shutting StarPU down (that would wait for them forever); no new session
+  // can open in this process, which is about to end.
+  static void abandon();
 
   const PolicyChoice& policy() const { return policy_; }
   // Runs `init` once on every CPU worker of this session, the first time it

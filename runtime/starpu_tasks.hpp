@@ -1,6 +1,5 @@
-// What execute() and execute_mpi() both do to StarPU tasks: the codelets of
-// graph tasks and epilogues, a task's placement on its worker, the
-// per-stage gradient handles, and the names used in error messages.
+// Small things the submitter does to StarPU tasks: a task's placement on
+// its worker, guarded bodies, and the names used in error messages.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +10,6 @@
 #include <starpu.h>
 
 namespace rrfp {
-
-// A graph task's codelet: W/BW tasks (`grad`) access the stage's gradient
-// handle, RW | COMMUTE when `commute`, else plain RW (strict policies).
-starpu_codelet graph_codelet(void (*body)(void**, void*), bool grad, bool commute, const char* name);
-// An epilogue's codelet: plain RW on the gradient handle, so it runs after
-// every RW | COMMUTE access of the stage's W/BW tasks.
-starpu_codelet epilogue_codelet(void (*body)(void**, void*), const char* name);
 
 // Restricts a task to one worker: `workerids` (rrfp*, built-ins), or, under
 // static-order, execute_on_a_specific_worker with `order` as its workerorder
@@ -33,9 +25,7 @@ class WorkerPlacement {
   std::vector<std::uint32_t> mask_;
 };
 
-// One double per handle, registered as a StarPU variable; unregister with
-// unregister_all().
-std::vector<starpu_data_handle_t> register_variables(std::vector<double>& values);
+// Unregisters every non-null handle.
 void unregister_all(const std::vector<starpu_data_handle_t>& handles);
 
 // Runs a task's work; "" when it returned, else "<what> failed: <reason>"

@@ -1,6 +1,7 @@
 #include "train/pipeline.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/csrc/autograd/engine.h>
 
 #include <stdexcept>
@@ -76,21 +77,39 @@ void warm_worker() {
   (void)torch::mm(a, a).sum().item<float>();
 }
 
-void Pipeline::run(Kind k, int s, int m) {
+void Pipeline::run(Kind k, int s, int m, const void* in, void* out) {
   one_intra_op_thread();
   switch (k) {
-    case Kind::F: return forward(s, m);
-    case Kind::B: return backward_input(s, m);
+    case Kind::F: return forward(s, m, in, out);
+    case Kind::B: return backward_input(s, m, in, out);
     case Kind::W: return backward_weight(s, m);
-    case Kind::BW: return backward_full(s, m);
+    case Kind::BW: return backward_full(s, m, in, out);
   }
 }
 
-void Pipeline::forward(int s, int m) {
+torch::Tensor Pipeline::view_message(const void* buf) const {
+  if (msg_shape_.empty()) throw std::logic_error("a message buffer but no message shape (Pipeline::set_message_shape)");
+  return torch::from_blob(const_cast<void*>(buf), msg_shape_, torch::TensorOptions().dtype(torch::kFloat32));
+}
+
+void Pipeline::write_message(void* buf, const torch::Tensor& t, const char* what, int s, int m) const {
+  torch::Tensor dst = view_message(buf);
+  if (t.sizes() != dst.sizes())
+    throw std::runtime_error(fmt::format("{} of stage {} microbatch {} has shape {}, its message handle holds {}", what,
+                                         s, m, fmt::join(t.sizes().vec(), "x"), fmt::join(msg_shape_, "x")));
+  torch::NoGradGuard g;
+  dst.copy_(t.detach());
+}
+
+void Pipeline::forward(int s, int m, const void* in, void* out) {
   Slot& sl = slot(s, m);
   {
     ChargeScope charge(mem_[s]);
-    if (s > 0) {
+    if (s > 0 && in) {
+      // The activation handle StarPU delivered, viewed: it lives until the
+      // run ends, after this stage's backward.
+      sl.input = view_message(in).requires_grad_(true);
+    } else if (s > 0) {
       Slot& prev = slot(s - 1, m);
       check_order(prev.output.defined(), "F before the previous stage's F", s, m);
       // The copy stands for the transfer between devices: the received
@@ -110,6 +129,7 @@ void Pipeline::forward(int s, int m) {
       y = l / static_cast<double>(M_);
     }
     sl.output = y;
+    if (out && !stages_[s].last()) write_message(out, y, "the output", s, m);
   }
   const std::int64_t live = mem_[s]->live.load();
   std::int64_t p = peak_[s].load();
@@ -117,10 +137,12 @@ void Pipeline::forward(int s, int m) {
   }
 }
 
-void Pipeline::take_grad_out(int s, int m) {
+void Pipeline::take_grad_out(int s, int m, const void* in) {
   Slot& sl = slot(s, m);
   if (sl.grad_out.defined()) return;
-  if (stages_[s].last()) {
+  if (in && !stages_[s].last()) {
+    sl.grad_out = view_message(in);
+  } else if (stages_[s].last()) {
     sl.grad_out = torch::ones_like(sl.output);
   } else {
     Slot& next = slot(s + 1, m);
@@ -144,10 +166,10 @@ std::vector<torch::Tensor> Pipeline::backward_to(int s, const Slot& sl, torch::a
 // output recorded in F, and the parameters that are not linear weights
 // (norms, embeddings, biases added outside a linear). The graph is freed;
 // what W needs (each linear's input x and dz) stays in the slot.
-void Pipeline::backward_input(int s, int m) {
+void Pipeline::backward_input(int s, int m, const void* in, void* out) {
   Slot& sl = slot(s, m);
   check_order(sl.output.defined(), "B before F", s, m);
-  take_grad_out(s, m);
+  take_grad_out(s, m, in);
   // Parameters that no recorded linear owns get their gradient here.
   const auto& params = stages_[s].params();
   std::vector<unsigned char> taped(params.size(), 0);
@@ -174,6 +196,7 @@ void Pipeline::backward_input(int s, int m) {
   for (size_t i = 0; i < sl.other.size(); ++i) sl.other_grads.push_back(g[at++]);
   sl.input = sl.output = sl.grad_out = torch::Tensor();
   sl.b_done = true;
+  if (out && s > 0) write_message(out, sl.grad_in, "the input gradient", s, m), sl.grad_in = torch::Tensor();
 }
 
 // W: the weight gradients of the recorded linears, by hand (no autograd),
@@ -213,10 +236,10 @@ void Pipeline::backward_weight(int s, int m) {
 // (B then W kept every dz of the stage alive in between: 3-5% slower on the
 // fast BLAS). Autograd's linear backward makes the same products as W's
 // (linear_tape.hpp), so fused and split backward stay bitwise equal.
-void Pipeline::backward_full(int s, int m) {
+void Pipeline::backward_full(int s, int m, const void* in, void* out) {
   Slot& sl = slot(s, m);
   check_order(sl.output.defined(), "BW before F", s, m);
-  take_grad_out(s, m);
+  take_grad_out(s, m, in);
   const auto& params = stages_[s].params();
   torch::autograd::edge_list wrt;
   for (const auto& p : params) wrt.push_back(gradient_edge(p.t));
@@ -228,6 +251,7 @@ void Pipeline::backward_full(int s, int m) {
     if (!grads[p].defined()) grads[p] = torch::zeros_like(params[p].t);
   sl.input = sl.output = sl.grad_out = torch::Tensor();
   sl.tape.clear();
+  if (out && s > 0) write_message(out, sl.grad_in, "the input gradient", s, m), sl.grad_in = torch::Tensor();
   accumulate(s, m, std::move(grads));
 }
 

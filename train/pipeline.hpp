@@ -51,12 +51,21 @@ class Pipeline {
 
   // Starts an iteration: clears state, gradients and peaks.
   void begin_step(std::vector<Microbatch> mbs);
-  // The task body: one pass of one microbatch on one model stage.
-  void run(Kind k, int stage, int mb);
-  void forward(int s, int m);          // F: keeps the autograd graph
-  void backward_input(int s, int m);   // B: grad of the stage input (and dz, kept for W)
+  // The task body: one pass of one microbatch on one model stage. With
+  // message buffers (StarPU data handles, runtime/executor.hpp) F reads its
+  // input activation from `in` and writes its output to `out`, a backward
+  // reads its output gradient from `in` and writes its input gradient to
+  // `out`, each a float tensor of message_shape(): viewed, not copied, on
+  // the way in; copied into the handle on the way out. Without (null) the
+  // passes hand tensors over inside this object (replay, tests).
+  void run(Kind k, int stage, int mb, const void* in = nullptr, void* out = nullptr);
+  void forward(int s, int m, const void* in = nullptr, void* out = nullptr);  // F: keeps the autograd graph
+  void backward_input(int s, int m, const void* in = nullptr, void* out = nullptr);  // B: grad of the stage input (and dz, kept for W)
   void backward_weight(int s, int m);  // W: grad of the parameters, no autograd
-  void backward_full(int s, int m);    // BW: B then W
+  void backward_full(int s, int m, const void* in = nullptr, void* out = nullptr);  // BW: B then W
+  // Every message between stages: [b, positions, d_model] floats.
+  void set_message_shape(std::vector<std::int64_t> shape) { msg_shape_ = std::move(shape); }
+  const std::vector<std::int64_t>& message_shape() const { return msg_shape_; }
 
   // After every task of the iteration ran: the stage's parameter gradients
   // (mean over microbatches), in the order of stage(s).params().
@@ -94,10 +103,13 @@ class Pipeline {
   // Index of a parameter tensor in stage(s).params(); throws if it is not one.
   int index_of(int s, const torch::Tensor& param) const;
   void accumulate(int s, int m, std::vector<torch::Tensor> grads);
-  void take_grad_out(int s, int m);
+  void take_grad_out(int s, int m, const void* in);
+  torch::Tensor view_message(const void* buf) const;
+  void write_message(void* buf, const torch::Tensor& t, const char* what, int s, int m) const;
   void check_order(bool ok, const char* what, int s, int m) const;
 
   const Model* model_;
+  std::vector<std::int64_t> msg_shape_;
   int M_;
   bool det_;
   std::vector<StageModule> stages_;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hints/generators.hpp"
+#include "runtime/fault_hook.hpp"
 #include "plot/timeline.hpp"
 #if __has_include("runtime/executor.hpp")  // the executor lands in its own commit
 #include "runtime/executor.hpp"
@@ -35,29 +36,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// RRFP_FAIL_TASK=1B0 makes that task throw (RRFP_FAIL_STEP=k: only at step
-// k), to test that a failing pass stops the run cleanly. Both the PyTorch
-// cell label (1I0 = B, 1B0 = BW) and kind names (1B0 = B, 1BW0) match;
-// opt<s> (e.g. opt1) makes stage s's optimizer step throw.
+// TrainOptions::fail_task (drivers: RRFP_FAIL_TASK, RRFP_FAIL_STEP) makes
+// that task throw, to test that a failing pass stops the run cleanly: the
+// PyTorch cell label (1I0 = B, 1B0 = BW) or kind names (1B0 = B, 1BW0);
+// opt<s> (e.g. opt1) makes stage s's optimizer step throw. It is installed
+// as the executor's task hook only when set.
 struct Fault {
   std::string task;
   int step = -1;
-  static Fault from_env() {
-    Fault f;
-    if (const char* t = std::getenv("RRFP_FAIL_TASK")) f.task = t;
-    if (const char* s = std::getenv("RRFP_FAIL_STEP")) f.step = std::atoi(s);
-    return f;
-  }
   bool hits(const TaskGraph& g, int id, int step) const {
-    if (task.empty() || (step_set() && step != this->step)) return false;
-    const Task& t = g.task(id);
-    return g.label(id) == task || fmt::format("{}{}{}", t.stage, kind_name(t.kind), t.mb) == task;
+    return (this->step < 0 || step == this->step) && task_matches(g, id, task);
   }
   bool hits_optimizer(int stage, int step) const {
-    if (task.empty() || (step_set() && step != this->step)) return false;
+    if (task.empty() || (this->step >= 0 && step != this->step)) return false;
     return task == fmt::format("opt{}", stage);
   }
-  bool step_set() const { return step >= 0; }
 };
 
 void check_options(const TrainOptions& o) {
@@ -156,7 +149,7 @@ struct Trainer::Impl {
   nlohmann::json ident;
   TrainResult res;
   int next = 1;                          // the step step() trains
-  const Fault fault = Fault::from_env();
+  const Fault fault{o.fail_task, o.fail_step};
   double predicted_bubble = 0;
   std::vector<int> order;                // replay executor
   Timeline trace;
@@ -164,6 +157,7 @@ struct Trainer::Impl {
   std::vector<double> opt_start, opt_end;  // optimizer tasks, for --trace
   Clock::time_point t_run;
   double tokens = 0;                     // per step
+  std::vector<std::int64_t> msg_shape;   // every activation / gradient message
 
   static int micro_batch(const TrainOptions& o) {
     check_options(o);
@@ -214,16 +208,19 @@ struct Trainer::Impl {
                                                                            : load_text(o.data_path));
       sampler_text = std::make_unique<Sampler>(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
     }
+    // Every message between stages is one [b, positions, d_model] activation
+    // or gradient (mm-tiny: the encoder hands over its prefix and the
+    // caption, a fixed size), a StarPU data handle of that many floats.
+    msg_shape = {b, mm ? kPrefix + kCaption : o.gpt.seq_len, o.gpt.d_model};
     for (int t = 0; t < TP; ++t) {
       owned_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic));
+      owned_pipes.back()->set_message_shape(msg_shape);
       pipes.push_back(owned_pipes.back().get());
     }
     if (mpi) {
       mpi_rank = mpi_world().rank;
-      // Every message is one [b, positions, d_model] activation or gradient
-      // (mm-tiny: the encoder hands over its prefix and the caption, a fixed size).
-      const std::int64_t positions = mm ? kPrefix + kCaption : o.gpt.seq_len;
-      plan = mpi_train_plan(hint, pipes, o.devices_per_rank, mpi_rank, {b, positions, o.gpt.d_model});
+      plan = mpi_train_plan(hint, TP, o.devices_per_rank, mpi_rank);
+      plan.mopt.timeout_s = o.mpi_timeout_s;
       if (TP > 1) {
         // Every all-reduce is one [b, T, d_model] activation or its gradient.
         auto c = std::make_unique<MpiTpComm>(hint.devices(), TP, o.devices_per_rank,
@@ -402,6 +399,16 @@ struct Trainer::Impl {
       if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
     };
     eo.worker_init = warm_worker;
+    std::int64_t elems = 1;
+    for (auto x : msg_shape) elems *= x;
+    eo.message_bytes = static_cast<std::size_t>(elems) * sizeof(float);
+    if (!fault.task.empty() || o.task_hook)
+      eo.task_hook = [this, step](int call) {
+        if (fault.hits(g, call % g.size(), step))
+          throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
+                                               g.label(call % g.size()), step));
+        if (o.task_hook) o.task_hook(call);
+      };
     return eo;
   }
 #endif
@@ -415,16 +422,13 @@ struct Trainer::Impl {
     pipe().begin_step(std::move(mbs));
     // With tensor parallelism the executor calls this once per member,
     // with member * tasks + id.
-    auto body = [&](int call) {
+    auto body = [&](int call, const TaskIo& io) {
       const int id = call % g.size(), member = call / g.size();
-      if (fault.hits(g, id, step))
-        throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
-                                             g.label(id), step));
       if (member == 0) t_start[id] = secs(Clock::now() - t_run);
       const Task& t = g.task(id);
       std::optional<TpTaskScope> scope;
       if (TP > 1) scope.emplace(tp_comm.get(), t.device, member, id);
-      pipes[member]->run(t.kind, t.stage, t.mb);
+      pipes[member]->run(t.kind, t.stage, t.mb, io.in, io.out);
       if (member == 0) t_end[id] = secs(Clock::now() - t_run);
     };
     if (o.executor == "starpu") {
@@ -449,7 +453,12 @@ struct Trainer::Impl {
       throw SpecError("this build has no StarPU executor (runtime/executor.hpp); use --executor replay");
 #endif
     } else {
-      for (int id : order) body(id);
+      for (int id : order) {
+        if (fault.hits(g, id, step))
+          throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
+                                               g.label(id), step));
+        body(id, TaskIo{});
+      }
       for (int id : order) rec.busy_s += t_end[id] - t_start[id];
       rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
     }

@@ -39,6 +39,12 @@ struct TrainOptions {
   std::string policy;        // "" = STARPU_SCHED
   int devices_per_rank = 1;  // under mpirun/srun: devices of each rank (docs/mpi.md)
   int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
+  double mpi_timeout_s = 0;  // under mpirun: seconds without progress on a rank; 0 = the executor's default
+  // Tests: this task (a label, or opt<s>: stage s's optimizer step) throws,
+  // at step fail_step only when >= 1 (drivers: RRFP_FAIL_TASK, RRFP_FAIL_STEP).
+  std::string fail_task;
+  int fail_step = -1;
+  std::function<void(int call)> task_hook;  // tests: called before every pass (ExecOptions::task_hook)
 };
 
 struct StepRecord {

@@ -6,6 +6,7 @@
 // Policy from STARPU_SCHED. Exit 0 when every check holds. Without mpirun
 // it runs the same graph in one process (execute()), for comparison.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,10 @@
 #include "hints/generators.hpp"
 #include "runtime/mpi_executor.hpp"
 #include "runtime/mpi_session.hpp"
+#include "runtime/fault_hook.hpp"
+#include "runtime/payload.hpp"
+
+#include <mpi.h>
 
 using namespace rrfp;
 
@@ -42,10 +47,31 @@ int main(int argc, char** argv) {
     Durations d = draw(g, c);
     ExecOptions o;
     if (c.link_ms > 0) o.link_delay_s = [&d](int id, int k) { return d.edge(id, k); };
-    auto body = [&d](int id) { std::this_thread::sleep_for(std::chrono::duration<double>(d.task_s[id])); };
+    // Test hooks: a task that throws, kills its rank or hangs.
+    for (auto [var, action] : {std::pair{"RRFP_MPI_FAIL_TASK", FaultAction::Throw},
+                               std::pair{"RRFP_MPI_KILL_TASK", FaultAction::Kill},
+                               std::pair{"RRFP_MPI_HANG_TASK", FaultAction::Hang}})
+      if (const char* t = std::getenv(var); t && *t) o.task_hook = make_fault_hook(g, t, action, var);
+    o.message_bytes = 1000;  // every message checked byte for byte by its consumer
+    std::atomic<int> checked{0};
+    auto body = [&](int id, const TaskIo& io) {
+      const Task& t = g.task(id);
+      if (io.in) {
+        const int from = t.kind == Kind::F ? g.find(Kind::F, t.stage - 1, t.mb) : g.backward_of(t.stage + 1, t.mb);
+        if (check_payload(io.in, io.bytes, payload_key(7, from, 0)) >= 0)
+          throw std::runtime_error(fmt::format("message {} -> {} corrupted", g.label(from), g.label(id)));
+        checked.fetch_add(1);
+      }
+      if (io.out) fill_payload(io.out, io.bytes, payload_key(7, id, 0));
+      std::this_thread::sleep_for(std::chrono::duration<double>(d.task_s[id]));
+    };
     MpiExecResult m;
     if (mpi_launched()) {
-      m = execute_mpi(h, body, o, mo);
+      try {
+        m = execute_mpi(h, body, o, mo);
+      } catch (const UnrecoverableError& e) {
+        mpi_abort(e.what());
+      }
     } else {  // the same graph in one process, for comparison
       mo.devices_per_rank = h.devices();
       m.devices_per_rank = h.devices();
@@ -55,6 +81,9 @@ int main(int argc, char** argv) {
         for (int id : h.order[dev]) m.exec.worker[id] = m.exec.worker[id] == m.exec.device_worker[dev] ? dev : -1;
       for (int dev = 0; dev < h.devices(); ++dev) m.exec.device_worker[dev] = dev;
     }
+    // Every message a rank received was checked: count them over all ranks.
+    int all_checked = checked.load();
+    if (mpi_launched()) MPI_Allreduce(MPI_IN_PLACE, &all_checked, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!m.root()) return 0;
     const ExecResult& r = m.exec;
     int bad = 0;
@@ -82,8 +111,16 @@ int main(int argc, char** argv) {
     for (int dev = 0; capped && dev < h.devices(); ++dev)
       if (r.peak_inflight[dev] > r.inflight_cap[dev])
         fail(fmt::format("device {} held {} activations, cap {}", dev, r.peak_inflight[dev], r.inflight_cap[dev]));
-    fmt::print("{} ranks x {} devices, policy {}, hint {}: {} tasks, {} messages, makespan {:.4f} s: {}\n", m.ranks,
-               m.devices_per_rank, r.policy, h.name, r.tasks, m.messages, r.makespan_s, bad ? "FAILED" : "OK");
+    int messages = 0;  // every F and backward that reads another stage's output
+    for (int id = 0; id < g.size(); ++id) {
+      const Task& t = g.task(id);
+      messages += t.kind == Kind::F ? t.stage > 0 : (t.kind != Kind::W && t.stage + 1 < g.spec().stages);
+    }
+    if (all_checked != messages) fail(fmt::format("{} messages checked byte for byte, the graph has {}", all_checked, messages));
+    if (r.explicit_dependencies != 0) fail(fmt::format("{} dependencies declared by hand", r.explicit_dependencies));
+    fmt::print("{} ranks x {} devices, policy {}, hint {}: {} tasks, {} messages ({} across ranks, all {} checked), "
+               "makespan {:.4f} s: {}\n", m.ranks, m.devices_per_rank, r.policy, h.name, r.tasks, messages, m.messages,
+               all_checked, r.makespan_s, bad ? "FAILED" : "OK");
     return bad ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rrfp_mpi_check: %s\n", e.what());

@@ -1,0 +1,21 @@
+// The environment variables of rrfp's own (StarPU reads its STARPU_* itself),
+// turned into typed configuration here and nowhere else in the program.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "hints/hint.hpp"
+
+namespace rrfp::cli {
+
+// RRFP_MPI_FAIL_TASK / RRFP_MPI_KILL_TASK / RRFP_MPI_HANG_TASK=LABEL: the
+// task that throws, kills its rank or hangs (tests); empty when none is set.
+std::function<void(int call)> fault_hook_from_env(const Hint& hint);
+// RRFP_MPI_TIMEOUT_S: seconds without progress before a rank gives up; 0 = unset.
+double mpi_timeout_from_env();
+// RRFP_FAIL_TASK (a task label, or opt<s> for stage s's optimizer step) and RRFP_FAIL_STEP.
+std::string fail_task_from_env();
+int fail_step_from_env();
+
+}  // namespace rrfp::cli

@@ -1,0 +1,73 @@
+#include "runtime/codelets.hpp"
+
+namespace rrfp {
+
+namespace {
+
+// Stage and message size decide a pass's duration (with its kind, which
+// picks the model): the footprint hashes both, size_base is the size.
+uint32_t pass_footprint(starpu_task* task) {
+  const auto* a = static_cast<const TaskArg*>(task->cl_arg);
+  return starpu_hash_crc32c_be(static_cast<uint32_t>(a->stage),
+                               starpu_hash_crc32c_be_n(&a->message_bytes, sizeof a->message_bytes, 0));
+}
+size_t pass_size(starpu_task* task, unsigned) { return static_cast<const TaskArg*>(task->cl_arg)->message_bytes; }
+
+// An epilogue's cl_arg starts with its index, member * stages + stage.
+uint32_t epilogue_footprint(starpu_task* task) {
+  return starpu_hash_crc32c_be(static_cast<uint32_t>(*static_cast<const int*>(task->cl_arg)), 0);
+}
+
+starpu_perfmodel make_model(const char* symbol, uint32_t (*fp)(starpu_task*)) {
+  starpu_perfmodel m{};
+  m.type = STARPU_HISTORY_BASED;
+  m.symbol = symbol;
+  m.footprint = fp;
+  if (fp == pass_footprint) m.size_base = pass_size;
+  return m;
+}
+
+starpu_codelet make_codelet(const char* name, void (*fn)(void**, void*), starpu_perfmodel* model) {
+  starpu_codelet cl;
+  starpu_codelet_init(&cl);
+  cl.where = STARPU_CPU;
+  cl.cpu_funcs[0] = fn;
+  cl.cpu_funcs_name[0] = name;
+  cl.nbuffers = STARPU_VARIABLE_NBUFFERS;
+  cl.name = name;
+  cl.model = model;
+  return cl;
+}
+
+struct Codelets {
+  starpu_perfmodel model[4] = {make_model("rrfp_F", pass_footprint), make_model("rrfp_B", pass_footprint),
+                               make_model("rrfp_W", pass_footprint), make_model("rrfp_BW", pass_footprint)};
+  starpu_perfmodel epi_model = make_model("rrfp_epilogue", epilogue_footprint);
+  starpu_codelet pass[4] = {make_codelet("rrfp_F", graph_task_body, &model[0]),
+                            make_codelet("rrfp_B", graph_task_body, &model[1]),
+                            make_codelet("rrfp_W", graph_task_body, &model[2]),
+                            make_codelet("rrfp_BW", graph_task_body, &model[3])};
+  // The link only holds its data for the wire's delay: no model (StarPU
+  // treats it as free).
+  starpu_codelet link = make_codelet("rrfp_link", link_task_body, nullptr);
+  starpu_codelet epilogue = make_codelet("rrfp_epilogue", epilogue_task_body, &epi_model);
+};
+
+// Lives as long as the process: StarPU keeps pointers to the models and
+// writes them out at shutdown.
+Codelets& codelets() {
+  static Codelets c;
+  return c;
+}
+
+}  // namespace
+
+starpu_codelet* pass_codelet(Kind k) { return &codelets().pass[static_cast<int>(k)]; }
+starpu_codelet* link_codelet() { return &codelets().link; }
+starpu_codelet* epilogue_codelet() { return &codelets().epilogue; }
+std::vector<const starpu_codelet*> pass_codelets() {
+  Codelets& c = codelets();
+  return {&c.pass[0], &c.pass[1], &c.pass[2], &c.pass[3]};
+}
+
+}  // namespace rrfp

@@ -1,0 +1,38 @@
+// The codelets of a run, one per pass kind (F, B, W, BW), the link task of
+// an emulated wire, and the per-stage epilogue (training's optimizer step).
+// All take a variable number of buffers (modes set per task, data_plan.hpp)
+// and carry a history-based performance model keyed by stage and message
+// size (footprint), under the symbols rrfp_F, rrfp_B, rrfp_W, rrfp_BW and
+// rrfp_epilogue, so dmda, dmdas and heteroprio have real models to use
+// (docs/runtime.md, "Performance models").
+#pragma once
+
+#include <cstddef>
+
+#include <starpu.h>
+
+#include "graph/task_graph.hpp"
+#include "sched/rrfp_policy.hpp"
+
+namespace rrfp {
+
+// What a graph task's cl_arg points to: the policy reads the GraphTaskArg
+// part; the body and the performance models the rest.
+struct TaskArg : GraphTaskArg {
+  int stage = 0;
+  int in_buf = -1, out_buf = -1;  // buffer index of the message read / written
+  std::size_t message_bytes = 0;
+};
+
+// The CPU functions, defined by the submitter (runtime/graph_run.cpp).
+void graph_task_body(void** buffers, void* cl_arg);
+void link_task_body(void** buffers, void* cl_arg);
+void epilogue_task_body(void** buffers, void* cl_arg);
+
+starpu_codelet* pass_codelet(Kind k);
+starpu_codelet* link_codelet();
+starpu_codelet* epilogue_codelet();
+// The four pass codelets: the policy recognises graph tasks by them.
+std::vector<const starpu_codelet*> pass_codelets();
+
+}  // namespace rrfp

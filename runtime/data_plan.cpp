@@ -1,0 +1,156 @@
+#include "runtime/data_plan.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace rrfp {
+
+const char* handle_kind_name(HandleKind k) {
+  switch (k) {
+    case HandleKind::Activation: return "activation";
+    case HandleKind::Gradient: return "gradient";
+    case HandleKind::Stash: return "stash";
+    case HandleKind::Accumulator: return "accumulator";
+    case HandleKind::Arrival: return "arrival";
+  }
+  return "?";
+}
+
+DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
+  const PipelineSpec& spec = g.spec();
+  const int n = g.size(), T = o.tensor_parallel, S = spec.stages, M = spec.microbatches;
+  DataPlan p;
+  p.n = n;
+  p.tp = T;
+  p.stages = S;
+  auto add = [&](HandleKind k, int s, int m, int member, int device, std::size_t bytes) {
+    p.handles.push_back({k, s, m, member, device * T + member, bytes});
+    return static_cast<int>(p.handles.size()) - 1;
+  };
+  // Handles per (stage, microbatch, member): index ((member * S + s) * M + m).
+  auto at = [&](int member, int s, int m) { return (static_cast<size_t>(member) * S + s) * M + m; };
+  std::vector<int> act(static_cast<size_t>(T) * S * M, -1), grad(act.size(), -1), stash(act.size(), -1);
+  std::map<std::tuple<int, int, int>, int> acc;  // (member, stage, device) -> handle
+  for (int t = 0; t < T; ++t)
+    for (int s = 0; s < S; ++s)
+      for (int m = 0; m < M; ++m) {
+        const int d = spec.device_of(s, m);
+        stash[at(t, s, m)] = add(HandleKind::Stash, s, m, t, d, 8);
+        if (s + 1 < S) act[at(t, s, m)] = add(HandleKind::Activation, s, m, t, d, o.message_bytes);
+        if (s > 0) grad[at(t, s, m)] = add(HandleKind::Gradient, s, m, t, d, o.message_bytes);
+        if (!acc.count({t, s, d})) acc[{t, s, d}] = add(HandleKind::Accumulator, s, -1, t, d, 8);
+      }
+  const Access acc_mode = o.commute ? Access::RWCommute : Access::RW;
+  p.access.resize(static_cast<size_t>(n) * T);
+  p.msg_in.assign(p.access.size(), -1);
+  p.msg_out.assign(p.access.size(), -1);
+  p.link_in.assign(p.access.size(), -1);
+  for (int t = 0; t < T; ++t)
+    for (int id = 0; id < n; ++id) {
+      const Task& k = g.task(id);
+      const int mt = t * n + id, s = k.stage, m = k.mb;
+      auto& a = p.access[mt];
+      // The message input: F reads the previous stage's activation, a
+      // backward the next stage's gradient; its index among the graph preds.
+      int in = -1, in_k = -1, producer = -1;
+      if (k.kind == Kind::F && s > 0) in = act[at(t, s - 1, m)], in_k = 0, producer = g.find(Kind::F, s - 1, m);
+      if ((k.kind == Kind::B || k.kind == Kind::BW) && s + 1 < S)
+        in = grad[at(t, s + 1, m)], in_k = 1, producer = g.backward_of(s + 1, m);
+      switch (k.kind) {
+        case Kind::F:
+          a.push_back({stash[at(t, s, m)], Access::W});
+          if (s + 1 < S) p.msg_out[mt] = act[at(t, s, m)];
+          break;
+        case Kind::B:
+          a.push_back({stash[at(t, s, m)], Access::RW});
+          if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
+          break;
+        case Kind::W:
+          a.push_back({stash[at(t, s, m)], Access::RW});
+          a.push_back({acc[{t, s, k.device}], acc_mode});
+          break;
+        case Kind::BW:
+          a.push_back({stash[at(t, s, m)], Access::RW});
+          a.push_back({acc[{t, s, k.device}], acc_mode});
+          if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
+          break;
+      }
+      if (p.msg_out[mt] >= 0) a.push_back({p.msg_out[mt], Access::W});
+      if (in >= 0) {
+        p.msg_in[mt] = in;
+        a.push_back({in, Access::R});
+        const double delay =
+            g.task(producer).device != k.device && o.link_delay_s ? o.link_delay_s(id, in_k) : 0.0;
+        if (delay > 0) {
+          const int arrival = add(HandleKind::Arrival, s, m, t, k.device, 8);
+          p.link_in[mt] = static_cast<int>(p.links.size());
+          p.links.push_back({mt, in_k, in, arrival, k.device * T + t, delay});
+          a.push_back({arrival, Access::R});
+        }
+      }
+    }
+  if (o.epilogues)
+    for (int t = 0; t < T; ++t)
+      for (int s = 0; s < S; ++s) {
+        // It writes the accumulator of its own device and reads the others
+        // (replicated stages): a rank writes only data it owns.
+        const int home = spec.device_of(s, 0);
+        std::vector<AccessSpec> a;
+        for (const auto& [key, h] : acc)
+          if (std::get<0>(key) == t && std::get<1>(key) == s)
+            a.push_back({h, std::get<2>(key) == home ? Access::RW : Access::R});
+        p.epilogue_access.push_back(std::move(a));
+        p.epilogue_slot.push_back(spec.device_of(s, 0) * T + t);
+      }
+  return p;
+}
+
+std::vector<std::vector<int>> implied_dependencies(const DataPlan& p, const std::vector<int>& order) {
+  const int tasks = p.n * p.tp, links = static_cast<int>(p.links.size());
+  std::vector<std::vector<int>> deps(tasks + links + p.epilogue_access.size());
+  // Per handle: the last writers (one, or a group of commuting writers),
+  // the readers since, and what a commuting group waited for.
+  struct State {
+    std::vector<int> writers, readers, before;
+    bool commuting = false;
+  };
+  std::vector<State> st(p.handles.size());
+  auto access = [&](int node, const AccessSpec& a) {
+    State& h = st[a.handle];
+    auto wait_for = [&](const std::vector<int>& v) { deps[node].insert(deps[node].end(), v.begin(), v.end()); };
+    if (a.mode == Access::R) {
+      wait_for(h.writers);
+      h.readers.push_back(node);
+      return;
+    }
+    if (a.mode == Access::RWCommute && h.commuting && h.readers.empty()) {
+      wait_for(h.before);  // joins the group: no order among its members
+      h.writers.push_back(node);
+      return;
+    }
+    const std::vector<int>& prev = h.readers.empty() ? h.writers : h.readers;
+    wait_for(prev);
+    h.before = prev;
+    h.commuting = a.mode == Access::RWCommute;
+    h.writers = {node};
+    h.readers.clear();
+  };
+  for (int id : order)
+    for (int t = 0; t < p.tp; ++t) {
+      const int mt = t * p.n + id;
+      if (int l = p.link_in[mt]; l >= 0) {
+        access(tasks + l, {p.links[l].message, Access::R});
+        access(tasks + l, {p.links[l].arrival, Access::W});
+      }
+      for (const AccessSpec& a : p.access[mt]) access(mt, a);
+    }
+  for (size_t e = 0; e < p.epilogue_access.size(); ++e)
+    for (const AccessSpec& a : p.epilogue_access[e]) access(tasks + links + static_cast<int>(e), a);
+  for (auto& d : deps) {
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+  }
+  return deps;
+}
+
+}  // namespace rrfp

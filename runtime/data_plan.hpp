@@ -1,0 +1,86 @@
+// Which StarPU data handles a run registers and how every task accesses
+// them. Pure C++ (no StarPU): the submitter turns it into registered handles
+// and task buffers, and the tests check that the dependencies StarPU derives
+// from these accesses are exactly the graph's edges (docs/runtime.md,
+// "Data flow").
+//
+// Per (model stage s, microbatch m, tensor-parallel member t):
+//   activation A(s,m)  written by F(s,m), read by F(s+1,m)        (message)
+//   gradient   G(s,m)  written by B/BW(s,m), read by B/BW(s-1,m)  (message)
+//   stash      X(s,m)  written by F(s,m), updated by B(s,m) and W(s,m) or
+//                      by BW(s,m): the autograd state F leaves on its device
+//                      (LibTorch holds it; StarPU orders by it, moves 8 bytes)
+// Per (model stage, device holding it, member):
+//   accumulator C(s,d) W and BW tasks add into it (RW|COMMUTE; plain RW
+//                      under strict policies), the stage's epilogue (the
+//                      optimizer step) reads and writes it after all of them
+// Per message crossing devices with a link delay:
+//   arrival    L(e)    written by the edge's link task (which reads the
+//                      message and holds it for the delay), read by the
+//                      consumer: the emulated wire.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "graph/task_graph.hpp"
+
+namespace rrfp {
+
+enum class HandleKind { Activation, Gradient, Stash, Accumulator, Arrival };
+enum class Access : unsigned char { R, W, RW, RWCommute };
+const char* handle_kind_name(HandleKind k);
+
+struct HandleSpec {
+  HandleKind kind;
+  int stage = 0, mb = -1, member = 0;
+  int slot = 0;            // device * T + member of its owner (the first writer)
+  std::size_t bytes = 8;   // messages: DataPlanOptions::message_bytes
+};
+
+struct AccessSpec {
+  int handle;
+  Access mode;
+};
+
+// A link task: reads `message`, writes `arrival`, runs in the consumer's slot.
+struct LinkSpec {
+  int consumer;  // member task (member * n + graph id)
+  int k;         // index of the input among the consumer's graph predecessors
+  int message, arrival;
+  int slot;
+  double delay_s;
+};
+
+struct DataPlanOptions {
+  int tensor_parallel = 1;
+  bool commute = true;     // false: accumulators in plain RW (strict policies)
+  bool epilogues = false;  // one epilogue task per stage and member
+  std::size_t message_bytes = 64;
+  // Delay of the k-th input edge of graph task `task` when it crosses devices; empty = none.
+  std::function<double(int task, int k)> link_delay_s;
+};
+
+struct DataPlan {
+  int n = 0, tp = 1, stages = 0;
+  std::vector<HandleSpec> handles;
+  // Per member task (member * n + id): its accesses in buffer order, and
+  // the message it reads / writes (-1: none), and the link feeding it (-1).
+  std::vector<std::vector<AccessSpec>> access;
+  std::vector<int> msg_in, msg_out, link_in;
+  std::vector<LinkSpec> links;
+  // Per epilogue (member * stages + stage): accesses and slot.
+  std::vector<std::vector<AccessSpec>> epilogue_access;
+  std::vector<int> epilogue_slot;
+};
+
+DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
+
+// The dependencies StarPU's sequential consistency derives from the plan
+// when member tasks are submitted in `order` (graph ids, every member of
+// each in turn, a task's links just before it, epilogues last). Per node:
+// member tasks 0..n*T-1, then links, then epilogues; each a sorted list.
+std::vector<std::vector<int>> implied_dependencies(const DataPlan& plan, const std::vector<int>& order);
+
+}  // namespace rrfp

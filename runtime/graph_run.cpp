@@ -1,0 +1,398 @@
+#include "runtime/graph_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <starpu_mpi.h>
+
+#include "hints/replay.hpp"
+#include "runtime/codelets.hpp"
+#include "runtime/data_plan.hpp"
+#include "runtime/link_thread.hpp"
+#include "runtime/starpu_tasks.hpp"
+#include "runtime/tp_decisions.hpp"
+#include "sched/rrfp_policy.hpp"
+
+namespace rrfp {
+
+namespace {
+
+struct LinkArg {
+  RunState* run;
+  starpu_task* task;
+  double delay_s;
+};
+
+struct EpilogueArg {
+  int index;  // member * stages + stage; first, for the performance model's footprint
+  RunState* run;
+};
+
+starpu_data_access_mode mode_of(Access a) {
+  switch (a) {
+    case Access::R: return STARPU_R;
+    case Access::W: return STARPU_W;
+    case Access::RW: return STARPU_RW;
+    case Access::RWCommute: return static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE);
+  }
+  return STARPU_RW;
+}
+
+void input_arrived(void* arg) {
+  auto* r = static_cast<RunState*>(arg);
+  r->arrived.fetch_add(1);
+}
+
+// Everything StarPU's tasks point to, on the heap: when a run cannot be
+// drained it is left to StarPU (never freed) instead of dangling.
+struct Submission {
+  DataPlan plan;
+  std::unique_ptr<RunState> run = std::make_unique<RunState>();
+  LinkThread link;
+  std::unique_ptr<TpDecisions> decisions;
+  std::vector<std::vector<unsigned char>> bytes;  // per handle owned here
+  std::vector<std::uint64_t> words;               // per ordering handle owned here
+  std::vector<starpu_data_handle_t> handle;       // per handle; null where not registered
+  std::vector<TaskArg> args;                      // per member task
+  std::vector<LinkArg> link_args;
+  std::vector<EpilogueArg> epi_args;
+  std::vector<starpu_task*> tasks;  // member tasks, then links, then epilogues; null: not run here
+  std::vector<WorkerPlacement> place;  // per slot (entries of other ranks unused)
+};
+
+// Registers the handles this rank touches: owned ones on its memory,
+// others (StarPU-MPI) with no home, filled by a receive.
+void register_handles(Submission& sub, const RankLayout& L, const std::vector<unsigned char>& touched) {
+  const auto& hs = sub.plan.handles;
+  sub.handle.assign(hs.size(), nullptr);
+  sub.bytes.resize(hs.size());
+  sub.words.assign(hs.size(), 0);
+  for (size_t i = 0; i < hs.size(); ++i) {
+    if (!touched[i]) continue;
+    const bool mine = L.rank_of_slot(hs[i].slot) == L.rank;
+    const bool message = hs[i].kind == HandleKind::Activation || hs[i].kind == HandleKind::Gradient;
+    uintptr_t ptr = 0;
+    if (mine && message) {
+      sub.bytes[i].assign(hs[i].bytes, 0);
+      ptr = reinterpret_cast<uintptr_t>(sub.bytes[i].data());
+    } else if (mine) {
+      ptr = reinterpret_cast<uintptr_t>(&sub.words[i]);
+    }
+    const int home = mine ? STARPU_MAIN_RAM : -1;
+    if (message)
+      starpu_vector_data_register(&sub.handle[i], home, ptr, static_cast<uint32_t>(hs[i].bytes), 1);
+    else
+      starpu_variable_data_register(&sub.handle[i], home, ptr, sizeof(std::uint64_t));
+    if (L.mpi) starpu_mpi_data_register(sub.handle[i], static_cast<starpu_mpi_tag_t>(i) + 1, L.rank_of_slot(hs[i].slot));
+  }
+}
+
+}  // namespace
+
+// --- Task bodies (the codelets' CPU functions, runtime/codelets.hpp).
+
+void graph_task_body(void** buffers, void* cl_arg) {
+  auto* a = static_cast<TaskArg*>(cl_arg);
+  RunState* r = static_cast<RunState*>(a->owner);
+  const int id = a->id, mt = a->member * r->n + id, w = starpu_worker_get_id();
+  r->worker[mt] = w;
+  r->pos[mt] = static_cast<int>(r->by_worker[w].size());
+  r->by_worker[w].push_back(id);
+  r->running.fetch_add(1);
+  r->start[mt] = r->now();
+  if (a->member == 0 && r->decisions)  // tell the followers on other ranks
+    if (std::string e = r->decisions->announce(r->g->task(id).device, id); !e.empty()) r->fail(e);
+  if (!r->abort.load()) {  // an aborted run drains without doing work
+    TaskIo io;
+    io.bytes = a->message_bytes;
+    if (a->in_buf >= 0) io.in = reinterpret_cast<const void*>(STARPU_VECTOR_GET_PTR(buffers[a->in_buf]));
+    if (a->out_buf >= 0) io.out = reinterpret_cast<void*>(STARPU_VECTOR_GET_PTR(buffers[a->out_buf]));
+    std::string err = run_guarded(
+        [&] {
+          if (r->hook && *r->hook) (*r->hook)(mt);
+          (*r->body)(mt, io);
+        },
+        "task " + member_task_name(r->g->label(id), a->member, r->tp));
+    if (!err.empty()) r->fail(std::move(err));
+  }
+  r->end[mt] = r->now();
+  r->running.fetch_sub(1);
+  r->finished_one();
+}
+
+// The wire: the task ends (its consumer may start) after the link delay.
+void link_task_body(void** /*buffers*/, void* cl_arg) {
+  auto* a = static_cast<LinkArg*>(cl_arg);
+  a->run->link->schedule(a->task, a->run->abort.load() ? 0.0 : a->delay_s);
+}
+
+void epilogue_task_body(void** /*buffers*/, void* cl_arg) {
+  auto* a = static_cast<EpilogueArg*>(cl_arg);
+  RunState* r = a->run;
+  const int i = a->index;
+  r->epi_worker[i] = starpu_worker_get_id();
+  r->running.fetch_add(1);
+  r->epi_start[i] = r->now();
+  if (!r->abort.load()) {  // an aborted run (a failed pass) skips the step too
+    std::string err = run_guarded([&] { (*r->epilogue)(i); }, epilogue_name(i, r->g->spec().stages, r->tp));
+    if (!err.empty()) r->fail(std::move(err));
+  }
+  r->epi_end[i] = r->now();
+  r->running.fetch_sub(1);
+  r->finished_one();
+}
+
+// --- The submitter.
+
+GraphRunOutcome run_graph(const GraphRunSpec& spec) {
+  const Hint& hint = *spec.hint;
+  const ExecOptions& opt = *spec.opt;
+  const RankLayout& L = spec.layout;
+  const TaskGraph& g = *hint.graph;
+  const int n = g.size(), T = opt.tensor_parallel, me = L.rank;
+  const PolicyChoice::Kind kind = spec.choice->kind;
+  const bool strict = kind == PolicyChoice::Kind::RrfpFixed || kind == PolicyChoice::Kind::StaticOrder;
+  if (opt.message_bytes < 1) throw SpecError("message handles need at least one byte");
+
+  auto sub = std::make_unique<Submission>();
+  RunState& run = *sub->run;
+  run.g = &g;
+  run.n = n;
+  run.tp = T;
+  run.body = spec.body;
+  run.epilogue = opt.stage_epilogue ? &opt.stage_epilogue : nullptr;
+  run.hook = opt.task_hook ? &opt.task_hook : nullptr;
+  run.link = &sub->link;
+
+  // Accumulators in plain RW under strict policies: StarPU acquires a
+  // handle when a task becomes ready, before the policy sees it, so a W/BW
+  // whose turn has not come would hold a COMMUTE handle and block the one
+  // whose turn it is (seen with dualpipev). Submitting in hint order makes
+  // the plain-RW order the one they follow anyway.
+  DataPlanOptions po;
+  po.tensor_parallel = T;
+  po.commute = !strict;
+  po.epilogues = run.epilogue != nullptr;
+  po.message_bytes = opt.message_bytes;
+  po.link_delay_s = opt.link_delay_s;
+  sub->plan = plan_data(g, po);
+  const DataPlan& plan = sub->plan;
+  const int tasks = n * T, links = static_cast<int>(plan.links.size());
+  const int epis = static_cast<int>(plan.epilogue_access.size());
+  run.size_records(epis);
+
+  // Which nodes this rank builds (runs them, or owns data they read) and
+  // which handles it therefore touches.
+  auto rank_of_handle = [&](int h) { return L.rank_of_slot(plan.handles[h].slot); };
+  auto node_slot = [&](int node) {
+    if (node < tasks) return g.task(node % n).device * T + node / n;
+    if (node < tasks + links) return plan.links[node - tasks].slot;
+    return plan.epilogue_slot[node - tasks - links];
+  };
+  std::vector<std::vector<AccessSpec>> node_access(tasks + links + epis);
+  for (int mt = 0; mt < tasks; ++mt) node_access[mt] = plan.access[mt];
+  for (int l = 0; l < links; ++l)
+    node_access[tasks + l] = {{plan.links[l].message, Access::R}, {plan.links[l].arrival, Access::W}};
+  for (int e = 0; e < epis; ++e) node_access[tasks + links + e] = plan.epilogue_access[e];
+  std::vector<unsigned char> build(node_access.size(), 0), touched(plan.handles.size(), 0);
+  for (size_t node = 0; node < node_access.size(); ++node) {
+    bool b = L.rank_of_slot(node_slot(static_cast<int>(node))) == me;
+    for (const AccessSpec& a : node_access[node]) b = b || rank_of_handle(a.handle) == me;
+    build[node] = b;
+    if (b)
+      for (const AccessSpec& a : node_access[node]) touched[a.handle] = 1;
+  }
+  register_handles(*sub, L, touched);
+
+  GraphRunOutcome out;
+  for (int mt = 0; mt < tasks; ++mt)
+    if (plan.msg_in[mt] >= 0) {
+      const int from = plan.handles[plan.msg_in[mt]].slot / T, to = g.task(mt % n).device;
+      if (from != to && mt < n) ++out.transfers;
+      if (L.rank_of_slot(plan.handles[plan.msg_in[mt]].slot) != L.rank_of_slot(g.task(mt % n).device * T + mt / n))
+        ++out.rank_messages;
+    }
+  for (auto h : sub->handle) out.data_handles += h != nullptr;
+
+  if (L.mpi && T > 1 && spec.arb) {
+    sub->decisions = std::make_unique<TpDecisions>(hint, T, L.slots_per_rank, me);
+    if (sub->decisions->active()) run.decisions = sub->decisions.get();
+  }
+  const int D = hint.devices();
+  for (int slot = 0; slot < D * T; ++slot) {
+    const int w = spec.worker_of_slot[slot];
+    sub->place.emplace_back(w == kRemoteWorker ? 0 : w, kind == PolicyChoice::Kind::StaticOrder);
+  }
+
+  sub->args.resize(tasks);
+  sub->link_args.resize(links);
+  sub->epi_args.resize(epis);
+  sub->tasks.assign(node_access.size(), nullptr);
+  int expected_remote = 0;
+  // Builds node `node` (a task here, or StarPU-MPI's sends for it) and submits it.
+  auto submit = [&](int node, starpu_codelet* cl, void* arg, int priority, unsigned order) {
+    if (!build[node]) return;
+    const auto& acc = node_access[node];
+    starpu_data_descr descr[STARPU_NMAXBUFS];
+    for (size_t i = 0; i < acc.size(); ++i) descr[i] = {sub->handle[acc[i].handle], mode_of(acc[i].mode)};
+    const int nb = static_cast<int>(acc.size()), slot = node_slot(node), where = L.rank_of_slot(slot);
+    starpu_task* t = nullptr;
+    if (L.mpi) {
+      t = starpu_mpi_task_build(MPI_COMM_WORLD, cl, STARPU_DATA_MODE_ARRAY, descr, nb, STARPU_EXECUTE_ON_NODE, where, 0);
+    } else {
+      t = starpu_task_create();
+      t->cl = cl;
+      t->nbuffers = nb;
+      for (int i = 0; i < nb; ++i) {
+        STARPU_TASK_SET_HANDLE(t, descr[i].handle, i);
+        STARPU_TASK_SET_MODE(t, descr[i].mode, i);
+      }
+    }
+    if (t) {
+      // starpu_mpi_task_build marks its args as owned by the task: ours are not.
+      t->cl_arg_free = t->callback_arg_free = t->prologue_callback_arg_free = t->prologue_callback_pop_arg_free = 0;
+      t->cl_arg = arg;
+      t->destroy = 0;
+      t->priority = priority;
+      if (node < tasks || node >= tasks + links) sub->place[slot].place(t, order);  // links: any worker here
+      if (node >= tasks && node < tasks + links) {
+        sub->link_args[node - tasks].task = t;
+        starpu_task_end_dep_add(t, 1);  // released by the link thread after the delay
+      }
+      // A message from another rank: the watchdog counts its arrival.
+      for (const AccessSpec& a : acc)
+        if (a.mode == Access::R && rank_of_handle(a.handle) != me &&
+            (plan.handles[a.handle].kind == HandleKind::Activation || plan.handles[a.handle].kind == HandleKind::Gradient)) {
+          t->prologue_callback_func = input_arrived;
+          t->prologue_callback_arg = &run;
+          ++expected_remote;
+          break;
+        }
+      sub->tasks[node] = t;
+      if (int rc = starpu_task_submit(t); rc != 0) {
+        run.fail(fmt::format("starpu_task_submit({}) failed ({})", cl->name, rc));
+        return;
+      }
+    }
+    if (L.mpi) starpu_mpi_task_post_build(MPI_COMM_WORLD, cl, STARPU_DATA_MODE_ARRAY, descr, nb, STARPU_EXECUTE_ON_NODE, where, 0);
+  };
+
+  for (int mt = 0; mt < tasks; ++mt) {
+    const Task& t = g.task(mt % n);
+    TaskArg& a = sub->args[mt];
+    a.id = mt % n;
+    a.owner = &run;
+    a.member = mt / n;
+    a.stage = t.stage;
+    a.message_bytes = opt.message_bytes;
+    for (size_t i = 0; i < plan.access[mt].size(); ++i) {
+      if (plan.access[mt][i].handle == plan.msg_in[mt]) a.in_buf = static_cast<int>(i);
+      if (plan.access[mt][i].handle == plan.msg_out[mt]) a.out_buf = static_cast<int>(i);
+    }
+  }
+  for (int l = 0; l < links; ++l) sub->link_args[l] = {&run, nullptr, plan.links[l].delay_s};
+  for (int e = 0; e < epis; ++e) sub->epi_args[e] = {e, &run};
+
+  std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
+  if (submit_order.empty()) submit_order = g.topological_order();
+  if (spec.arb) {
+    std::vector<const starpu_codelet*> cls = pass_codelets();
+    policy_attach(PolicyRun{spec.arb, spec.worker_of_slot, cls, n, T});
+  }
+  // Every task is known before the first one can run on this rank: the
+  // watchdog's total must be complete before a fast run could end.
+  for (int node = 0; node < static_cast<int>(build.size()); ++node)
+    if (build[node] && L.rank_of_slot(node_slot(node)) == me && (node < tasks || node >= tasks + links)) ++run.total;
+  if (sub->decisions) sub->decisions->post_receives();
+  if (!L.mpi) run.t0 = RunState::Clock::now();  // one process: times from submission; ranks share the clock's epoch
+  out.t_submit = run.now();
+  for (int id : submit_order)
+    for (int m = 0; m < T; ++m) {
+      const int mt = m * n + id;
+      if (int l = plan.link_in[mt]; l >= 0) submit(tasks + l, link_codelet(), &sub->link_args[l], 0, 0);
+      submit(mt, pass_codelet(g.task(id).kind), &sub->args[mt], -hint.rank[id], static_cast<unsigned>(hint.rank[id] + 1));
+    }
+  for (int e = 0; e < epis; ++e) submit(tasks + links + e, epilogue_codelet(), &sub->epi_args[e], 0, 0);
+  const int expected_msgs = expected_remote + (sub->decisions ? sub->decisions->expected() : 0);
+  auto arrived = [&] { return run.arrived.load() + (sub->decisions ? sub->decisions->received() : 0); };
+
+  // The watchdog: the first failure or a stall stops the run.
+  std::string failure;
+  bool drained = true;
+  {
+    std::unique_lock<std::mutex> lk(run.m);
+    long last_progress = -1;
+    double last_move = run.now(), stall_since = -1, abort_at = -1;
+    auto abort_run = [&](std::string why) {
+      if (failure.empty()) failure = std::move(why);
+      run.abort = true;
+      abort_at = run.now();
+      lk.unlock();
+      if (spec.arb) policy_drain();
+      sub->link.flush();
+      lk.lock();
+    };
+    while (run.done.load() < run.total) {
+      run.cv.wait_for(lk, std::chrono::milliseconds(5));
+      const double now = run.now();
+      if (run.abort) {
+        if (L.mpi || now - abort_at > 30 + spec.timeout_s) {
+          drained = false;  // other ranks wait for us, or tasks are stuck in StarPU
+          break;
+        }
+        continue;
+      }
+      if (!run.error.empty()) {
+        abort_run(run.error);
+        continue;
+      }
+      const long progress = run.done.load() + arrived() + policy_events();
+      if (progress != last_progress) last_progress = progress, last_move = now, stall_since = -1;
+      if (run.running.load() != 0 || sub->link.busy() != 0) continue;
+      std::string why;
+      lk.unlock();
+      const bool stalled = spec.arb && arrived() == expected_msgs && policy_stalled(&why);
+      lk.lock();
+      if (stalled) {
+        if (stall_since < 0) stall_since = now;
+        else if (now - stall_since >= opt.stall_grace_s)
+          abort_run(fmt::format("{}: run stalled with {} of {} tasks done; no device can take a task:\n{}",
+                                spec.choice->name, std::min(run.done.load(), run.total), run.total, why));
+      } else if (now - last_move >= spec.timeout_s) {
+        abort_run(L.mpi ? fmt::format("{}: no progress for {:.1f} s with {} of {} local tasks done and {} of {} "
+                                      "messages still expected from other ranks (a rank died or hangs?)",
+                                      spec.choice->name, spec.timeout_s, run.done.load(), run.total,
+                                      expected_msgs - arrived(), expected_msgs)
+                        : fmt::format("{}: no progress for {:.1f} s with {} of {} tasks done (stalled)",
+                                      spec.choice->name, spec.timeout_s, run.done.load(), run.total));
+      }
+    }
+  }
+  if (!drained) {
+    (void)sub.release();  // StarPU still points into it
+    throw UnrecoverableError(failure);
+  }
+  out.wall_s = run.now() - out.t_submit;
+  starpu_task_wait_for_all();
+  if (L.mpi) starpu_mpi_wait_for_all(MPI_COMM_WORLD);  // our sends have left
+  if (spec.arb) policy_detach();
+  if (opt.profile) {
+    run.prof_start.assign(tasks, -1);
+    run.prof_end.assign(tasks, -1);
+    for (int mt = 0; mt < tasks; ++mt)
+      if (sub->tasks[mt] && sub->tasks[mt]->profiling_info) {
+        run.prof_start[mt] = starpu_timing_timespec_to_us(&sub->tasks[mt]->profiling_info->start_time);
+        run.prof_end[mt] = starpu_timing_timespec_to_us(&sub->tasks[mt]->profiling_info->end_time);
+      }
+  }
+  for (starpu_task* t : sub->tasks)
+    if (t) starpu_task_destroy(t);
+  sub->decisions.reset();
+  unregister_all(sub->handle);
+  if (!failure.empty()) throw ExecError(failure);
+  out.run = std::move(sub->run);
+  return out;
+}
+
+}  // namespace rrfp

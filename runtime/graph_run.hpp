@@ -1,0 +1,52 @@
+// The one submission path: registers a run's data handles, submits every
+// task with its data accesses, waits for the run with one watchdog, and
+// records what ran where. One process and StarPU-MPI differ only in the
+// layout: which rank owns each slot (device * T + member), and so where
+// each task runs and who owns each handle; StarPU-MPI then posts the
+// sends and receives itself (starpu_mpi_task_build / post_build).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hints/hint.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/run_state.hpp"
+#include "sched/arbiter.hpp"
+#include "sched/policy_registry.hpp"
+
+namespace rrfp {
+
+struct RankLayout {
+  int rank = 0, ranks = 1;
+  int slots_per_rank = 1;  // one process: every slot
+  bool mpi = false;        // StarPU-MPI: handles registered with owners, tasks built per rank
+  int rank_of_slot(int slot) const { return mpi ? slot / slots_per_rank : 0; }
+};
+
+struct GraphRunSpec {
+  const Hint* hint = nullptr;
+  const TaskBody* body = nullptr;
+  const ExecOptions* opt = nullptr;
+  const PolicyChoice* choice = nullptr;
+  Arbiter* arb = nullptr;  // rrfp and rrfp-fixed
+  RankLayout layout;
+  std::vector<int> worker_of_slot;  // per slot: its StarPU worker here, kRemoteWorker elsewhere
+  double timeout_s = 10;            // no progress for this long: the run failed
+};
+
+struct GraphRunOutcome {
+  std::unique_ptr<RunState> run;
+  int transfers = 0;       // messages between devices (link tasks or not)
+  int data_handles = 0;    // registered here
+  long rank_messages = 0;  // messages between ranks, whole graph
+  double wall_s = 0;       // submission to the last task's end (now() seconds)
+  double t_submit = 0;     // now() at the first submission
+};
+
+// Throws ExecError when a task failed or the run stalled (StarPU drained,
+// the session usable), UnrecoverableError when StarPU could not be drained
+// (the process must end; under MPI, any failure: the other ranks wait).
+GraphRunOutcome run_graph(const GraphRunSpec& spec);
+
+}  // namespace rrfp
