@@ -51,6 +51,11 @@ struct Codelets {
   // treats it as free).
   starpu_codelet link = make_codelet("rrfp_link", link_task_body, nullptr);
   starpu_codelet epilogue = make_codelet("rrfp_epilogue", epilogue_task_body, &epi_model);
+  starpu_codelet release = [] {
+    starpu_codelet c = make_codelet("rrfp_link_release", release_task_body, nullptr);
+    c.nbuffers = 0;
+    return c;
+  }();
 };
 
 // Lives as long as the process: StarPU keeps pointers to the models and
@@ -65,6 +70,7 @@ Codelets& codelets() {
 starpu_codelet* pass_codelet(Kind k) { return &codelets().pass[static_cast<int>(k)]; }
 starpu_codelet* link_codelet() { return &codelets().link; }
 starpu_codelet* epilogue_codelet() { return &codelets().epilogue; }
+starpu_codelet* release_codelet() { return &codelets().release; }
 std::vector<const starpu_codelet*> pass_codelets() {
   Codelets& c = codelets();
   return {&c.pass[0], &c.pass[1], &c.pass[2], &c.pass[3]};

@@ -28,10 +28,13 @@ struct TaskArg : GraphTaskArg {
 void graph_task_body(void** buffers, void* cl_arg);
 void link_task_body(void** buffers, void* cl_arg);
 void epilogue_task_body(void** buffers, void* cl_arg);
+void release_task_body(void** buffers, void* cl_arg);
 
 starpu_codelet* pass_codelet(Kind k);
 starpu_codelet* link_codelet();
 starpu_codelet* epilogue_codelet();
+// No data: ends a link task whose delay is over (cl_arg: the link task).
+starpu_codelet* release_codelet();
 // The four pass codelets: the policy recognises graph tasks by them.
 std::vector<const starpu_codelet*> pass_codelets();
 

@@ -39,6 +39,15 @@ starpu_data_access_mode mode_of(Access a) {
   return STARPU_RW;
 }
 
+// The link thread's delay is over: a task on a worker ends the link task.
+void release_on_a_worker(starpu_task* link) {
+  starpu_task* r = starpu_task_create();
+  r->cl = release_codelet();
+  r->cl_arg = link;
+  r->destroy = 1;
+  if (starpu_task_submit(r) != 0) starpu_task_end_dep_release(link);  // StarPU is going down: from here then
+}
+
 void input_arrived(void* arg) {
   auto* r = static_cast<RunState*>(arg);
   r->arrived.fetch_add(1);
@@ -49,7 +58,7 @@ void input_arrived(void* arg) {
 struct Submission {
   DataPlan plan;
   std::unique_ptr<RunState> run = std::make_unique<RunState>();
-  LinkThread link;
+  LinkThread link{release_on_a_worker};
   std::unique_ptr<TpDecisions> decisions;
   std::vector<std::vector<unsigned char>> bytes;  // per handle owned here
   std::vector<std::uint64_t> words;               // per ordering handle owned here
@@ -126,6 +135,8 @@ void link_task_body(void** /*buffers*/, void* cl_arg) {
   auto* a = static_cast<LinkArg*>(cl_arg);
   a->run->link->schedule(a->task, a->run->abort.load() ? 0.0 : a->delay_s);
 }
+
+void release_task_body(void** /*buffers*/, void* cl_arg) { starpu_task_end_dep_release(static_cast<starpu_task*>(cl_arg)); }
 
 void epilogue_task_body(void** /*buffers*/, void* cl_arg) {
   auto* a = static_cast<EpilogueArg*>(cl_arg);

@@ -2,7 +2,7 @@
 
 namespace rrfp {
 
-LinkThread::LinkThread() : th_([this] { loop(); }) {}
+LinkThread::LinkThread(void (*release)(starpu_task*)) : release_(release), th_([this] { loop(); }) {}
 
 LinkThread::~LinkThread() {
   {
@@ -53,7 +53,8 @@ void LinkThread::loop() {
     ++releasing_;
     lk.unlock();
     // Completes the transfer: StarPU pushes its consumers from this thread.
-    starpu_task_end_dep_release(t);
+    if (release_) release_(t);
+    else starpu_task_end_dep_release(t);
     lk.lock();
     --releasing_;
   }

@@ -16,7 +16,11 @@ namespace rrfp {
 
 class LinkThread {
  public:
-  LinkThread();
+  // `release` ends a held task when its delay is over; by default
+  // starpu_task_end_dep_release from this thread. The submitter releases
+  // through a tiny task instead, so the held task terminates on a worker
+  // (policies such as dmda need a worker there).
+  explicit LinkThread(void (*release)(starpu_task*) = nullptr);
   ~LinkThread();
   LinkThread(const LinkThread&) = delete;
   LinkThread& operator=(const LinkThread&) = delete;
@@ -36,6 +40,7 @@ class LinkThread {
   std::multimap<Clock::time_point, starpu_task*> due_;
   int releasing_ = 0;
   bool stop_ = false, flush_ = false;
+  void (*release_)(starpu_task*);
   std::thread th_;
 };
 

@@ -1,7 +1,7 @@
 #include "runtime/mpi_executor.hpp"
 
 #include <algorithm>
-#include <optional>
+#include <memory>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -47,8 +47,7 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
 
   // Closed before gathering: once StarPU-MPI's progress thread is gone, the
   // MPI calls below are this thread's alone (MPI_THREAD_SERIALIZED).
-  std::optional<MpiStarpuSession> session;
-  session.emplace(choice, K, opt.profile);
+  auto session = std::make_unique<MpiStarpuSession>(choice, K, opt.profile);
   std::vector<int> local_worker(K), local_of_worker(starpu_worker_get_count(), -1);
   for (int i = 0; i < K; ++i) {
     local_worker[i] = session->worker_of_local(i);
@@ -69,7 +68,15 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   // Another rank's slow task looks like no progress here: the window is
   // the MPI timeout when given, else the executor's stall timeout.
   spec.timeout_s = mopt.timeout_s > 0 ? mopt.timeout_s : opt.stall_timeout_s;
-  GraphRunOutcome ran = run_graph(spec);  // UnrecoverableError on any failure: the driver aborts every rank
+  GraphRunOutcome ran;
+  try {
+    ran = run_graph(spec);
+  } catch (const UnrecoverableError&) {
+    // Any failure: other ranks still wait for us. No shutdown (it would
+    // wait for them forever); the driver aborts every rank.
+    (void)session.release();
+    throw;
+  }
   if (mopt.tp_comm) mopt.tp_comm->close();
   session.reset();
   const RunState& run = *ran.run;

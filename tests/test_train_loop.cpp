@@ -152,8 +152,8 @@ TEST(TrainLoop, ThrowingOptimizerStepIsAnError) {
     o.policy = pol;
     o.checkpoint_dir = dir.string();
     o.checkpoint_every = 1;
-    setenv("RRFP_FAIL_TASK", "opt1", 1);
-    setenv("RRFP_FAIL_STEP", "2", 1);
+    o.fail_task = "opt1";  // the driver's RRFP_FAIL_TASK=opt1 RRFP_FAIL_STEP=2
+    o.fail_step = 2;
     const auto t0 = std::chrono::steady_clock::now();
     try {
       train(o);
@@ -163,8 +163,6 @@ TEST(TrainLoop, ThrowingOptimizerStepIsAnError) {
     }
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0) << pol;
     EXPECT_EQ(load_checkpoint(dir.string()).meta.at("step").get<int>(), 1) << pol;
-    unsetenv("RRFP_FAIL_TASK");
-    unsetenv("RRFP_FAIL_STEP");
   }
   fs::remove_all(dir);
 }

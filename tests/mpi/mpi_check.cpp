@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
                                std::pair{"RRFP_MPI_KILL_TASK", FaultAction::Kill},
                                std::pair{"RRFP_MPI_HANG_TASK", FaultAction::Hang}})
       if (const char* t = std::getenv(var); t && *t) o.task_hook = make_fault_hook(g, t, action, var);
+    if (const char* t = std::getenv("RRFP_MPI_TIMEOUT_S"); t && *t) mo.timeout_s = std::atof(t);
     o.message_bytes = 1000;  // every message checked byte for byte by its consumer
     std::atomic<int> checked{0};
     auto body = [&](int id, const TaskIo& io) {
