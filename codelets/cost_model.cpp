@@ -7,22 +7,18 @@
 
 #include <fmt/format.h>
 
+#include "codelets/splitmix.hpp"
+
 namespace rrfp {
 
 namespace {
 
 // Counter-based randomness: a hash of (seed, stream, key) instead of one
 // sequential generator, so a draw does not depend on graph size or order.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 std::uint64_t key(std::uint64_t seed, std::uint64_t stream, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0) {
-  return mix(mix(mix(mix(seed) ^ stream) ^ a) ^ (b << 1)) ^ mix(c + 0x51ed27);
+  return splitmix64(splitmix64(splitmix64(splitmix64(seed) ^ stream) ^ a) ^ (b << 1)) ^ splitmix64(c + 0x51ed27);
 }
-double uniform(std::uint64_t k) { return (static_cast<double>(mix(k) >> 11) + 0.5) * 0x1.0p-53; }  // (0,1)
+double uniform(std::uint64_t k) { return (static_cast<double>(splitmix64(k) >> 11) + 0.5) * 0x1.0p-53; }  // (0,1)
 double normal(std::uint64_t k) {
   double u1 = uniform(k), u2 = uniform(k ^ 0xa5a5a5a5a5a5a5a5ULL);
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);

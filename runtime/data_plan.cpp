@@ -42,14 +42,18 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
       }
   const Access acc_mode = o.commute ? Access::RWCommute : Access::RW;
   p.access.resize(static_cast<size_t>(n) * T);
+  p.slot.resize(p.access.size());
   p.msg_in.assign(p.access.size(), -1);
   p.msg_out.assign(p.access.size(), -1);
   p.link_in.assign(p.access.size(), -1);
+  std::vector<std::vector<AccessSpec>> link_access;
+  std::vector<int> link_slot;
   for (int t = 0; t < T; ++t)
     for (int id = 0; id < n; ++id) {
       const Task& k = g.task(id);
       const int mt = t * n + id, s = k.stage, m = k.mb;
       auto& a = p.access[mt];
+      p.slot[mt] = k.device * T + t;
       // The message input: F reads the previous stage's activation, a
       // backward the next stage's gradient; its index among the graph preds.
       int in = -1, in_k = -1, producer = -1;
@@ -84,11 +88,15 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         if (delay > 0) {
           const int arrival = add(HandleKind::Arrival, s, m, t, k.device, 8);
           p.link_in[mt] = static_cast<int>(p.links.size());
-          p.links.push_back({mt, in_k, in, arrival, k.device * T + t, delay});
+          p.links.push_back({mt, in_k, delay});
+          link_access.push_back({{in, Access::R}, {arrival, Access::W}});
+          link_slot.push_back(p.slot[mt]);
           a.push_back({arrival, Access::R});
         }
       }
     }
+  p.access.insert(p.access.end(), link_access.begin(), link_access.end());
+  p.slot.insert(p.slot.end(), link_slot.begin(), link_slot.end());
   if (o.epilogues)
     for (int t = 0; t < T; ++t)
       for (int s = 0; s < S; ++s) {
@@ -99,15 +107,15 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         for (const auto& [key, h] : acc)
           if (std::get<0>(key) == t && std::get<1>(key) == s)
             a.push_back({h, std::get<2>(key) == home ? Access::RW : Access::R});
-        p.epilogue_access.push_back(std::move(a));
-        p.epilogue_slot.push_back(spec.device_of(s, 0) * T + t);
+        p.access.push_back(std::move(a));
+        p.slot.push_back(home * T + t);
+        ++p.epilogues;
       }
   return p;
 }
 
 std::vector<std::vector<int>> implied_dependencies(const DataPlan& p, const std::vector<int>& order) {
-  const int tasks = p.n * p.tp, links = static_cast<int>(p.links.size());
-  std::vector<std::vector<int>> deps(tasks + links + p.epilogue_access.size());
+  std::vector<std::vector<int>> deps(p.nodes());
   // Per handle: the last writers (one, or a group of commuting writers),
   // the readers since, and what a commuting group waited for.
   struct State {
@@ -135,17 +143,16 @@ std::vector<std::vector<int>> implied_dependencies(const DataPlan& p, const std:
     h.writers = {node};
     h.readers.clear();
   };
+  auto submit = [&](int node) {
+    for (const AccessSpec& a : p.access[node]) access(node, a);
+  };
   for (int id : order)
     for (int t = 0; t < p.tp; ++t) {
       const int mt = t * p.n + id;
-      if (int l = p.link_in[mt]; l >= 0) {
-        access(tasks + l, {p.links[l].message, Access::R});
-        access(tasks + l, {p.links[l].arrival, Access::W});
-      }
-      for (const AccessSpec& a : p.access[mt]) access(mt, a);
+      if (int l = p.link_in[mt]; l >= 0) submit(p.link_node(l));
+      submit(mt);
     }
-  for (size_t e = 0; e < p.epilogue_access.size(); ++e)
-    for (const AccessSpec& a : p.epilogue_access[e]) access(tasks + links + static_cast<int>(e), a);
+  for (int e = 0; e < p.epilogues; ++e) submit(p.epilogue_node(e));
   for (auto& d : deps) {
     std::sort(d.begin(), d.end());
     d.erase(std::unique(d.begin(), d.end()), d.end());

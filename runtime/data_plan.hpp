@@ -44,12 +44,11 @@ struct AccessSpec {
   Access mode;
 };
 
-// A link task: reads `message`, writes `arrival`, runs in the consumer's slot.
+// A link task: reads the consumer's message, writes its arrival handle,
+// runs in the consumer's slot.
 struct LinkSpec {
   int consumer;  // member task (member * n + graph id)
   int k;         // index of the input among the consumer's graph predecessors
-  int message, arrival;
-  int slot;
   double delay_s;
 };
 
@@ -62,17 +61,23 @@ struct DataPlanOptions {
   std::function<double(int task, int k)> link_delay_s;
 };
 
+// The nodes of a run are its StarPU tasks: member tasks (member * n + id),
+// then link tasks, then epilogues (member * stages + stage).
 struct DataPlan {
   int n = 0, tp = 1, stages = 0;
   std::vector<HandleSpec> handles;
-  // Per member task (member * n + id): its accesses in buffer order, and
-  // the message it reads / writes (-1: none), and the link feeding it (-1).
-  std::vector<std::vector<AccessSpec>> access;
-  std::vector<int> msg_in, msg_out, link_in;
   std::vector<LinkSpec> links;
-  // Per epilogue (member * stages + stage): accesses and slot.
-  std::vector<std::vector<AccessSpec>> epilogue_access;
-  std::vector<int> epilogue_slot;
+  int epilogues = 0;
+  // Per node: its accesses in buffer order, and its slot (device * T + member).
+  std::vector<std::vector<AccessSpec>> access;
+  std::vector<int> slot;
+  // Per member task: the message it reads / writes (-1: none), the link feeding it (-1).
+  std::vector<int> msg_in, msg_out, link_in;
+
+  int tasks() const { return n * tp; }
+  int nodes() const { return static_cast<int>(access.size()); }
+  int link_node(int l) const { return tasks() + l; }
+  int epilogue_node(int e) const { return tasks() + static_cast<int>(links.size()) + e; }
 };
 
 DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
@@ -80,7 +85,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
 // The dependencies StarPU's sequential consistency derives from the plan
 // when member tasks are submitted in `order` (graph ids, every member of
 // each in turn, a task's links just before it, epilogues last). Per node:
-// member tasks 0..n*T-1, then links, then epilogues; each a sorted list.
+// node (DataPlan's numbering), a sorted list.
 std::vector<std::vector<int>> implied_dependencies(const DataPlan& plan, const std::vector<int>& order);
 
 }  // namespace rrfp

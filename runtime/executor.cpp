@@ -54,15 +54,8 @@ ExecResult execute(const Hint& hint, const TaskBody& body, const ExecOptions& op
   for (int slot = 0; slot < D * T; ++slot) res.member_worker.push_back(session.worker_of_device(slot));
   for (int d = 0; d < D; ++d) res.device_worker.push_back(res.member_worker[d * T]);
 
-  GraphRunSpec spec;
-  spec.hint = &hint;
-  spec.body = &body;
-  spec.opt = &opt;
-  spec.choice = &choice;
-  spec.arb = plan.arb.get();
-  spec.layout = RankLayout{0, 1, D * T, false};
+  GraphRunSpec spec(hint, body, opt, plan, RankLayout{0, 1, D * T, false});
   spec.worker_of_slot = res.member_worker;
-  spec.timeout_s = opt.stall_timeout_s;
   GraphRunOutcome out;
   try {
     out = run_graph(spec);

@@ -189,30 +189,20 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   po.link_delay_s = opt.link_delay_s;
   sub->plan = plan_data(g, po);
   const DataPlan& plan = sub->plan;
-  const int tasks = n * T, links = static_cast<int>(plan.links.size());
-  const int epis = static_cast<int>(plan.epilogue_access.size());
+  const int tasks = plan.tasks(), links = static_cast<int>(plan.links.size()), epis = plan.epilogues;
   run.size_records(epis);
 
   // Which nodes this rank builds (runs them, or owns data they read) and
   // which handles it therefore touches.
   auto rank_of_handle = [&](int h) { return L.rank_of_slot(plan.handles[h].slot); };
-  auto node_slot = [&](int node) {
-    if (node < tasks) return g.task(node % n).device * T + node / n;
-    if (node < tasks + links) return plan.links[node - tasks].slot;
-    return plan.epilogue_slot[node - tasks - links];
-  };
-  std::vector<std::vector<AccessSpec>> node_access(tasks + links + epis);
-  for (int mt = 0; mt < tasks; ++mt) node_access[mt] = plan.access[mt];
-  for (int l = 0; l < links; ++l)
-    node_access[tasks + l] = {{plan.links[l].message, Access::R}, {plan.links[l].arrival, Access::W}};
-  for (int e = 0; e < epis; ++e) node_access[tasks + links + e] = plan.epilogue_access[e];
-  std::vector<unsigned char> build(node_access.size(), 0), touched(plan.handles.size(), 0);
-  for (size_t node = 0; node < node_access.size(); ++node) {
-    bool b = L.rank_of_slot(node_slot(static_cast<int>(node))) == me;
-    for (const AccessSpec& a : node_access[node]) b = b || rank_of_handle(a.handle) == me;
+  auto is_link = [&](int node) { return node >= tasks && node < tasks + links; };
+  std::vector<unsigned char> build(plan.nodes(), 0), touched(plan.handles.size(), 0);
+  for (int node = 0; node < plan.nodes(); ++node) {
+    bool b = L.rank_of_slot(plan.slot[node]) == me;
+    for (const AccessSpec& a : plan.access[node]) b = b || rank_of_handle(a.handle) == me;
     build[node] = b;
     if (b)
-      for (const AccessSpec& a : node_access[node]) touched[a.handle] = 1;
+      for (const AccessSpec& a : plan.access[node]) touched[a.handle] = 1;
   }
   register_handles(*sub, L, touched);
 
@@ -221,7 +211,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     if (plan.msg_in[mt] >= 0) {
       const int from = plan.handles[plan.msg_in[mt]].slot / T, to = g.task(mt % n).device;
       if (from != to && mt < n) ++out.transfers;
-      if (L.rank_of_slot(plan.handles[plan.msg_in[mt]].slot) != L.rank_of_slot(g.task(mt % n).device * T + mt / n))
+      if (L.rank_of_slot(plan.handles[plan.msg_in[mt]].slot) != L.rank_of_slot(plan.slot[mt]))
         ++out.rank_messages;
     }
   for (auto h : sub->handle) out.data_handles += h != nullptr;
@@ -239,15 +229,15 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   sub->args.resize(tasks);
   sub->link_args.resize(links);
   sub->epi_args.resize(epis);
-  sub->tasks.assign(node_access.size(), nullptr);
+  sub->tasks.assign(plan.nodes(), nullptr);
   int expected_remote = 0;
   // Builds node `node` (a task here, or StarPU-MPI's sends for it) and submits it.
   auto submit = [&](int node, starpu_codelet* cl, void* arg, int priority, unsigned order) {
     if (!build[node]) return;
-    const auto& acc = node_access[node];
+    const auto& acc = plan.access[node];
     starpu_data_descr descr[STARPU_NMAXBUFS];
     for (size_t i = 0; i < acc.size(); ++i) descr[i] = {sub->handle[acc[i].handle], mode_of(acc[i].mode)};
-    const int nb = static_cast<int>(acc.size()), slot = node_slot(node), where = L.rank_of_slot(slot);
+    const int nb = static_cast<int>(acc.size()), slot = plan.slot[node], where = L.rank_of_slot(slot);
     starpu_task* t = nullptr;
     if (L.mpi) {
       t = starpu_mpi_task_build(MPI_COMM_WORLD, cl, STARPU_DATA_MODE_ARRAY, descr, nb, STARPU_EXECUTE_ON_NODE, where, 0);
@@ -266,8 +256,8 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       t->cl_arg = arg;
       t->destroy = 0;
       t->priority = priority;
-      if (node < tasks || node >= tasks + links) sub->place[slot].place(t, order);  // links: any worker here
-      if (node >= tasks && node < tasks + links) {
+      if (!is_link(node)) sub->place[slot].place(t, order);  // links: any worker here
+      if (is_link(node)) {
         sub->link_args[node - tasks].task = t;
         starpu_task_end_dep_add(t, 1);  // released by the link thread after the delay
       }
@@ -313,18 +303,18 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   }
   // Every task is known before the first one can run on this rank: the
   // watchdog's total must be complete before a fast run could end.
-  for (int node = 0; node < static_cast<int>(build.size()); ++node)
-    if (build[node] && L.rank_of_slot(node_slot(node)) == me && (node < tasks || node >= tasks + links)) ++run.total;
+  for (int node = 0; node < plan.nodes(); ++node)
+    if (build[node] && L.rank_of_slot(plan.slot[node]) == me && !is_link(node)) ++run.total;
   if (sub->decisions) sub->decisions->post_receives();
   if (!L.mpi) run.t0 = RunState::Clock::now();  // one process: times from submission; ranks share the clock's epoch
   out.t_submit = run.now();
   for (int id : submit_order)
     for (int m = 0; m < T; ++m) {
       const int mt = m * n + id;
-      if (int l = plan.link_in[mt]; l >= 0) submit(tasks + l, link_codelet(), &sub->link_args[l], 0, 0);
+      if (int l = plan.link_in[mt]; l >= 0) submit(plan.link_node(l), link_codelet(), &sub->link_args[l], 0, 0);
       submit(mt, pass_codelet(g.task(id).kind), &sub->args[mt], -hint.rank[id], static_cast<unsigned>(hint.rank[id] + 1));
     }
-  for (int e = 0; e < epis; ++e) submit(tasks + links + e, epilogue_codelet(), &sub->epi_args[e], 0, 0);
+  for (int e = 0; e < epis; ++e) submit(plan.epilogue_node(e), epilogue_codelet(), &sub->epi_args[e], 0, 0);
   const int expected_msgs = expected_remote + (sub->decisions ? sub->decisions->expected() : 0);
   auto arrived = [&] { return run.arrived.load() + (sub->decisions ? sub->decisions->received() : 0); };
 

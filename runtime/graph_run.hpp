@@ -12,8 +12,7 @@
 #include "hints/hint.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/run_state.hpp"
-#include "sched/arbiter.hpp"
-#include "sched/policy_registry.hpp"
+#include "runtime/run_plan.hpp"
 
 namespace rrfp {
 
@@ -25,14 +24,17 @@ struct RankLayout {
 };
 
 struct GraphRunSpec {
-  const Hint* hint = nullptr;
-  const TaskBody* body = nullptr;
-  const ExecOptions* opt = nullptr;
-  const PolicyChoice* choice = nullptr;
-  Arbiter* arb = nullptr;  // rrfp and rrfp-fixed
+  GraphRunSpec(const Hint& h, const TaskBody& b, const ExecOptions& o, const RunPlan& plan, RankLayout l)
+      : hint(&h), body(&b), opt(&o), choice(&plan.choice), arb(plan.arb.get()), layout(l),
+        timeout_s(o.stall_timeout_s) {}
+  const Hint* hint;
+  const TaskBody* body;
+  const ExecOptions* opt;
+  const PolicyChoice* choice;
+  Arbiter* arb;  // rrfp and rrfp-fixed
   RankLayout layout;
   std::vector<int> worker_of_slot;  // per slot: its StarPU worker here, kRemoteWorker elsewhere
-  double timeout_s = 10;            // no progress for this long: the run failed
+  double timeout_s;                 // no progress for this long: the run failed
 };
 
 struct GraphRunOutcome {

@@ -56,18 +56,12 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   if (mopt.tp_comm) mopt.tp_comm->open();
   // The policy maps every slot to a worker; another rank's slots have
   // none here (kRemoteWorker), so nothing ever pops for them.
-  GraphRunSpec spec;
-  spec.hint = &hint;
-  spec.body = &body;
-  spec.opt = &opt;
-  spec.choice = &choice;
-  spec.arb = plan.arb.get();
-  spec.layout = RankLayout{me, R, K, true};
+  GraphRunSpec spec(hint, body, opt, plan, RankLayout{me, R, K, true});
   spec.worker_of_slot.assign(D * T, kRemoteWorker);
   for (int i = 0; i < K; ++i) spec.worker_of_slot[me * K + i] = local_worker[i];
   // Another rank's slow task looks like no progress here: the window is
   // the MPI timeout when given, else the executor's stall timeout.
-  spec.timeout_s = mopt.timeout_s > 0 ? mopt.timeout_s : opt.stall_timeout_s;
+  if (mopt.timeout_s > 0) spec.timeout_s = mopt.timeout_s;
   GraphRunOutcome ran;
   try {
     ran = run_graph(spec);

@@ -2,26 +2,18 @@
 
 #include <cstring>
 
+#include "codelets/splitmix.hpp"
+
 namespace rrfp {
 
-namespace {
-std::uint64_t splitmix(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-}  // namespace
-
 std::uint64_t payload_key(std::uint64_t seed, int producer_task, int member) {
-  std::uint64_t s = seed * 0x100000001b3ULL ^ (static_cast<std::uint64_t>(producer_task) << 8) ^ member;
-  return splitmix(s);
+  return splitmix64(seed * 0x100000001b3ULL ^ (static_cast<std::uint64_t>(producer_task) << 8) ^ member);
 }
 
 void fill_payload(void* dst, std::size_t bytes, std::uint64_t key) {
   auto* p = static_cast<unsigned char*>(dst);
   for (std::size_t i = 0; i < bytes; i += 8) {
-    const std::uint64_t w = splitmix(key);
+    const std::uint64_t w = splitmix64_next(key);
     std::memcpy(p + i, &w, bytes - i < 8 ? bytes - i : 8);
   }
 }
@@ -29,7 +21,7 @@ void fill_payload(void* dst, std::size_t bytes, std::uint64_t key) {
 long check_payload(const void* src, std::size_t bytes, std::uint64_t key) {
   const auto* p = static_cast<const unsigned char*>(src);
   for (std::size_t i = 0; i < bytes; i += 8) {
-    const std::uint64_t w = splitmix(key);
+    const std::uint64_t w = splitmix64_next(key);
     const std::size_t k = bytes - i < 8 ? bytes - i : 8;
     if (std::memcmp(p + i, &w, k) != 0)
       for (std::size_t j = 0; j < k; ++j)

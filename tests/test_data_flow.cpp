@@ -55,10 +55,9 @@ void expect_edges_are_data(const Hint& h, int T, bool commute, bool strict, doub
     }
   }
   // An epilogue waits for exactly the W/BW of its stage and member.
-  const int tasks = n * T, links = static_cast<int>(p.links.size());
-  for (size_t e = 0; e < p.epilogue_access.size(); ++e) {
-    const int member = static_cast<int>(e) / g.spec().stages, stage = static_cast<int>(e) % g.spec().stages;
-    std::set<int> want, got(deps[tasks + links + e].begin(), deps[tasks + links + e].end());
+  for (int e = 0; e < p.epilogues; ++e) {
+    const int member = e / g.spec().stages, stage = e % g.spec().stages;
+    std::set<int> want, got(deps[p.epilogue_node(e)].begin(), deps[p.epilogue_node(e)].end());
     for (int id = 0; id < n; ++id) {
       const Task& t = g.task(id);
       if (t.stage == stage && (t.kind == Kind::W || t.kind == Kind::BW)) want.insert(member * n + id);

@@ -7,18 +7,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "codelets/splitmix.hpp"
 #include "graph/pipeline_spec.hpp"
 
 namespace rrfp::train {
 
 namespace {
-
-std::uint64_t splitmix(std::uint64_t& x) {
-  std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
@@ -64,7 +58,7 @@ void arithmetic(Rng& r, std::string& out) {
 }  // namespace
 
 Rng::Rng(std::uint64_t seed) {
-  for (auto& w : s) w = splitmix(seed);
+  for (auto& w : s) w = splitmix64_next(seed);
 }
 
 std::uint64_t Rng::next() {

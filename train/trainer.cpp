@@ -4,8 +4,6 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -13,10 +11,7 @@
 #include "hints/generators.hpp"
 #include "runtime/fault_hook.hpp"
 #include "plot/timeline.hpp"
-#if __has_include("runtime/executor.hpp")  // the executor lands in its own commit
 #include "runtime/executor.hpp"
-#define RRFP_TRAIN_HAVE_EXECUTOR 1
-#endif
 #include "train/adamw.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data.hpp"
@@ -27,6 +22,7 @@
 #include "train/reference.hpp"
 #include "train/replay_order.hpp"
 #include "train/tp_model.hpp"
+#include "train/trainer_io.hpp"
 #include "runtime/mpi_tp_comm.hpp"
 
 namespace rrfp::train {
@@ -52,71 +48,6 @@ struct Fault {
     return task == fmt::format("opt{}", stage);
   }
 };
-
-void check_options(const TrainOptions& o) {
-  if (o.model != "gpt-tiny" && o.model != "mm-tiny")
-    throw SpecError(fmt::format("unknown model '{}' (known: gpt-tiny, mm-tiny)", o.model));
-  if (o.model == "mm-tiny" && !o.data_path.empty())
-    throw SpecError("--data applies to gpt-tiny; mm-tiny draws its own images and captions");
-  o.gpt.validate();
-  auto positive = [](int v, const char* flag) {
-    if (v < 1) throw SpecError(fmt::format("{} must be at least 1, got {}", flag, v));
-  };
-  positive(o.stages, "--stages");
-  positive(o.microbatches, "--microbatches");
-  positive(o.micro_batch_size, "--micro-batch-size");
-  positive(o.steps, "--steps");
-  if (o.batch_size < 0) throw SpecError("--batch-size must be positive");
-  if (o.batch_size > 0 && o.batch_size % o.microbatches != 0)
-    throw SpecError(fmt::format("--batch-size {} cannot be divided into {} microbatches of equal size",
-                                o.batch_size, o.microbatches));
-  if (o.checkpoint_every < 0) throw SpecError("--checkpoint-every must not be negative");
-  if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
-  if (!(o.lr > 0)) throw SpecError("--lr must be positive");
-  if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
-    throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
-  positive(o.tensor_parallel, "--tensor-parallel");
-  if (o.tensor_parallel > 1 && o.model != "gpt-tiny")
-    throw SpecError("--tensor-parallel applies to gpt-tiny (mm-tiny has no tensor-parallel blocks)");
-  if (o.tensor_parallel > 1 && o.executor != "starpu")
-    throw SpecError("--tensor-parallel needs the StarPU executor: its members run concurrently");
-}
-
-nlohmann::json gpt_json(const GptConfig& c) {
-  return {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"layers", c.layers}, {"seq_len", c.seq_len}};
-}
-
-CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t) {
-  auto c = t.detach().contiguous();
-  CkptTensor out{name, c.sizes().vec(), {}};
-  out.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  return out;
-}
-
-void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, const std::string& where) {
-  const CkptTensor* ct = c.find(name);
-  if (!ct || ct->shape != t.sizes().vec())
-    throw CheckpointError(fmt::format("checkpoint '{}' does not match this model: tensor '{}' {}", where, name,
-                                      ct ? "has another shape" : "is missing"));
-  torch::NoGradGuard g;
-  t.copy_(torch::from_blob(const_cast<float*>(ct->data.data()), ct->shape, torch::kFloat32));
-}
-
-// The run's identity: a checkpoint is refused unless these agree.
-nlohmann::json identity(const TrainOptions& o, int model_stages, int b) {
-  nlohmann::json j = {{"model", o.model},       {"gpt", gpt_json(o.gpt)},  {"stages", o.stages},
-                      {"model_stages", model_stages}, {"microbatches", o.microbatches}, {"micro_batch_size", b}};
-  if (o.model == "mm-tiny") j["enc_layers"] = o.enc_layers;
-  return j;
-}
-
-void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where) {
-  for (auto it = want.begin(); it != want.end(); ++it)
-    if (!meta.contains(it.key()) || meta[it.key()] != it.value())
-      throw CheckpointError(fmt::format("checkpoint '{}' was written for {} = {}, this run has {} = {}", where,
-                                        it.key(), meta.contains(it.key()) ? meta[it.key()].dump() : "nothing",
-                                        it.key(), it.value().dump()));
-}
 
 }  // namespace
 
@@ -383,7 +314,6 @@ struct Trainer::Impl {
     return grads;
   }
 
-#ifdef RRFP_TRAIN_HAVE_EXECUTOR
   ExecOptions exec_options(int step) {
     ExecOptions eo;
     eo.policy = o.policy;
@@ -411,7 +341,6 @@ struct Trainer::Impl {
       };
     return eo;
   }
-#endif
 
   // The passes of one step on StarPU (or replayed on this thread). Returns
   // true when the optimizer steps ran there too (as StarPU tasks).
@@ -432,7 +361,6 @@ struct Trainer::Impl {
       if (member == 0) t_end[id] = secs(Clock::now() - t_run);
     };
     if (o.executor == "starpu") {
-#ifdef RRFP_TRAIN_HAVE_EXECUTOR
       const ExecOptions eo = exec_options(step);
       const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
       res.policy = r.policy;
@@ -449,9 +377,6 @@ struct Trainer::Impl {
       for (double x : r.busy_s) busy += x;
       rec.busy_s = busy;
       rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
-#else
-      throw SpecError("this build has no StarPU executor (runtime/executor.hpp); use --executor replay");
-#endif
     } else {
       for (int id : order) {
         if (fault.hits(g, id, step))
@@ -482,11 +407,9 @@ struct Trainer::Impl {
     StepRecord rec;
     rec.step = step;
     rec.optimizer_device.assign(P, -1);
-#ifdef RRFP_TRAIN_HAVE_EXECUTOR
     // StarPU's start-up (first step, or after another run used StarPU) is
     // not part of the step's time.
     if (o.executor == "starpu" && !mpi) prepare_session(hint, exec_options(step));
-#endif
     const auto t0 = Clock::now();
     std::vector<std::vector<torch::Tensor>> grads;  // plain and replay (no tensor parallelism there)
     bool stepped = false;
@@ -515,37 +438,10 @@ struct Trainer::Impl {
   TrainResult finish() {
     res.grad_buffer_bytes = o.executor == "plain" ? 0 : pipe().grad_buffer_bytes();
     if (!o.trace_path.empty() && mpi_rank == 0) write_chrome_trace(trace, o.trace_path);
-    if (!o.json_path.empty() && mpi_rank == 0) write_json();
+    if (!o.json_path.empty() && mpi_rank == 0) write_train_json(o.json_path, o, res, b);
     return res;
   }
 
-  void write_json() const {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto& r : res.steps)
-      steps.push_back({{"step", r.step},
-                       {"loss", r.loss},  // a float widened exactly: round-trips
-                       {"tokens_per_s", r.tokens_per_s},
-                       {"step_s", r.step_s},
-                       {"bubble_ratio", r.bubble_ratio},
-                       {"busy_s", r.busy_s},
-                       {"peak_activation_bytes", r.peak_activation_bytes},
-                       {"peak_activation_bytes_per_stage", r.peak_activation_per_stage}});
-    nlohmann::json j = {{"model", o.model},
-                        {"policy", res.policy},
-                        {"executor", o.executor},
-                        {"hint", o.hint},
-                        {"stages", o.stages},
-                        {"model_stages", P},
-                        {"microbatches", M},
-                        {"micro_batch_size", b},
-                        {"deterministic", o.deterministic},
-                        {"tensor_parallel", TP},
-                        {"grad_buffer_bytes", res.grad_buffer_bytes},
-                        {"steps", steps}};
-    std::ofstream out(o.json_path);
-    if (!out) throw SpecError(fmt::format("cannot write '{}'", o.json_path));
-    out << j.dump(2) << "\n";
-  }
 };
 
 Trainer::Trainer(const TrainOptions& o) : impl_(std::make_unique<Impl>(o)) {}

@@ -1,0 +1,102 @@
+#include "train/trainer_io.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace rrfp::train {
+
+void check_options(const TrainOptions& o) {
+  if (o.model != "gpt-tiny" && o.model != "mm-tiny")
+    throw SpecError(fmt::format("unknown model '{}' (known: gpt-tiny, mm-tiny)", o.model));
+  if (o.model == "mm-tiny" && !o.data_path.empty())
+    throw SpecError("--data applies to gpt-tiny; mm-tiny draws its own images and captions");
+  o.gpt.validate();
+  auto positive = [](int v, const char* flag) {
+    if (v < 1) throw SpecError(fmt::format("{} must be at least 1, got {}", flag, v));
+  };
+  positive(o.stages, "--stages");
+  positive(o.microbatches, "--microbatches");
+  positive(o.micro_batch_size, "--micro-batch-size");
+  positive(o.steps, "--steps");
+  if (o.batch_size < 0) throw SpecError("--batch-size must be positive");
+  if (o.batch_size > 0 && o.batch_size % o.microbatches != 0)
+    throw SpecError(fmt::format("--batch-size {} cannot be divided into {} microbatches of equal size",
+                                o.batch_size, o.microbatches));
+  if (o.checkpoint_every < 0) throw SpecError("--checkpoint-every must not be negative");
+  if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
+  if (!(o.lr > 0)) throw SpecError("--lr must be positive");
+  if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
+    throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
+  positive(o.tensor_parallel, "--tensor-parallel");
+  if (o.tensor_parallel > 1 && o.model != "gpt-tiny")
+    throw SpecError("--tensor-parallel applies to gpt-tiny (mm-tiny has no tensor-parallel blocks)");
+  if (o.tensor_parallel > 1 && o.executor != "starpu")
+    throw SpecError("--tensor-parallel needs the StarPU executor: its members run concurrently");
+}
+
+nlohmann::json gpt_json(const GptConfig& c) {
+  return {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"layers", c.layers}, {"seq_len", c.seq_len}};
+}
+
+CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t) {
+  auto c = t.detach().contiguous();
+  CkptTensor out{name, c.sizes().vec(), {}};
+  out.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  return out;
+}
+
+void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, const std::string& where) {
+  const CkptTensor* ct = c.find(name);
+  if (!ct || ct->shape != t.sizes().vec())
+    throw CheckpointError(fmt::format("checkpoint '{}' does not match this model: tensor '{}' {}", where, name,
+                                      ct ? "has another shape" : "is missing"));
+  torch::NoGradGuard g;
+  t.copy_(torch::from_blob(const_cast<float*>(ct->data.data()), ct->shape, torch::kFloat32));
+}
+
+
+nlohmann::json identity(const TrainOptions& o, int model_stages, int b) {
+  nlohmann::json j = {{"model", o.model},       {"gpt", gpt_json(o.gpt)},  {"stages", o.stages},
+                      {"model_stages", model_stages}, {"microbatches", o.microbatches}, {"micro_batch_size", b}};
+  if (o.model == "mm-tiny") j["enc_layers"] = o.enc_layers;
+  return j;
+}
+
+void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where) {
+  for (auto it = want.begin(); it != want.end(); ++it)
+    if (!meta.contains(it.key()) || meta[it.key()] != it.value())
+      throw CheckpointError(fmt::format("checkpoint '{}' was written for {} = {}, this run has {} = {}", where,
+                                        it.key(), meta.contains(it.key()) ? meta[it.key()].dump() : "nothing",
+                                        it.key(), it.value().dump()));
+}
+
+void write_train_json(const std::string& path, const TrainOptions& o, const TrainResult& res, int b) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& r : res.steps)
+    steps.push_back({{"step", r.step},
+                     {"loss", r.loss},  // a float widened exactly: round-trips
+                     {"tokens_per_s", r.tokens_per_s},
+                     {"step_s", r.step_s},
+                     {"bubble_ratio", r.bubble_ratio},
+                     {"busy_s", r.busy_s},
+                     {"peak_activation_bytes", r.peak_activation_bytes},
+                     {"peak_activation_bytes_per_stage", r.peak_activation_per_stage}});
+  nlohmann::json j = {{"model", o.model},
+                      {"policy", res.policy},
+                      {"executor", o.executor},
+                      {"hint", o.hint},
+                      {"stages", o.stages},
+                      {"model_stages", res.model_stages},
+                      {"microbatches", o.microbatches},
+                      {"micro_batch_size", b},
+                      {"deterministic", o.deterministic},
+                      {"tensor_parallel", o.tensor_parallel},
+                      {"grad_buffer_bytes", res.grad_buffer_bytes},
+                      {"steps", steps}};
+  std::ofstream out(path);
+  if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace rrfp::train

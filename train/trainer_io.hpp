@@ -1,0 +1,29 @@
+// What a training run checks and writes around its steps: the options, the
+// run's identity that a checkpoint must match, tensors to and from
+// checkpoint records, and the --json report.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "train/checkpoint.hpp"
+#include "train/trainer.hpp"
+
+namespace rrfp::train {
+
+// SpecError for options no run can have.
+void check_options(const TrainOptions& o);
+nlohmann::json gpt_json(const GptConfig& c);
+CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t);
+// Copies the checkpoint's tensor `name` into `t`; CheckpointError when it is missing or shaped otherwise.
+void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, const std::string& where);
+// The run's identity: a checkpoint is refused unless these agree (`b`: sequences per microbatch).
+nlohmann::json identity(const TrainOptions& o, int model_stages, int b);
+void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where);
+// The --json report of a finished run.
+void write_train_json(const std::string& path, const TrainOptions& o, const TrainResult& res, int b);
+
+}  // namespace rrfp::train
