@@ -8,17 +8,19 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include <starpu.h>
 
 #include "graph/task_graph.hpp"
-#include "sched/rrfp_policy.hpp"
+#include "sched/rrfp_sched.h"
 
 namespace rrfp {
 
-// What a graph task's cl_arg points to: the policy reads the GraphTaskArg
-// part; the body and the performance models the rest.
-struct TaskArg : GraphTaskArg {
+// What a graph task's cl_arg points to: the policy reads the rrfp_graph_task
+// part (sched/rrfp_sched.h); the body and the performance models the rest.
+struct TaskArg : rrfp_graph_task {
+  TaskArg() : rrfp_graph_task{-1, nullptr, 0} {}
   int stage = 0;
   int in_buf = -1, out_buf = -1;  // buffer index of the message read / written
   std::size_t message_bytes = 0;

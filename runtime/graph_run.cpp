@@ -12,7 +12,7 @@
 #include "runtime/link_thread.hpp"
 #include "runtime/starpu_tasks.hpp"
 #include "runtime/tp_decisions.hpp"
-#include "sched/rrfp_policy.hpp"
+#include "sched/rrfp_sched.h"
 
 namespace rrfp {
 
@@ -191,6 +191,14 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   const DataPlan& plan = sub->plan;
   const int tasks = plan.tasks(), links = static_cast<int>(plan.links.size()), epis = plan.epilogues;
   run.size_records(epis);
+  const unsigned ctx = RRFP_INITIAL_SCHED_CTX;
+  if (spec.arb) {  // the run's configuration, for the rrfp policies (sched/rrfp_sched.h)
+    const std::vector<const starpu_codelet*> cls = pass_codelets();
+    const rrfp_sched_config cfg{spec.arb, spec.worker_of_slot.data(), static_cast<int>(spec.worker_of_slot.size()),
+                                cls.data(), static_cast<int>(cls.size()), n, T};
+    char err[256];
+    if (rrfp_sched_attach(ctx, &cfg, err, sizeof err) != 0) throw SpecError(fmt::format("{}: {}", spec.choice->name, err));
+  }
 
   // Which nodes this rank builds (runs them, or owns data they read) and
   // which handles it therefore touches.
@@ -223,7 +231,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   const int D = hint.devices();
   for (int slot = 0; slot < D * T; ++slot) {
     const int w = spec.worker_of_slot[slot];
-    sub->place.emplace_back(w == kRemoteWorker ? 0 : w, kind == PolicyChoice::Kind::StaticOrder);
+    sub->place.emplace_back(w == RRFP_REMOTE_WORKER ? 0 : w, kind == PolicyChoice::Kind::StaticOrder);
   }
 
   sub->args.resize(tasks);
@@ -297,10 +305,6 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
 
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();
-  if (spec.arb) {
-    std::vector<const starpu_codelet*> cls = pass_codelets();
-    policy_attach(PolicyRun{spec.arb, spec.worker_of_slot, cls, n, T});
-  }
   // Every task is known before the first one can run on this rank: the
   // watchdog's total must be complete before a fast run could end.
   for (int node = 0; node < plan.nodes(); ++node)
@@ -321,6 +325,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   // The watchdog: the first failure or a stall stops the run.
   std::string failure;
   bool drained = true;
+  std::string why(8192, '\0');  // the arbiter's description of a stall
   {
     std::unique_lock<std::mutex> lk(run.m);
     long last_progress = -1;
@@ -330,7 +335,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       run.abort = true;
       abort_at = run.now();
       lk.unlock();
-      if (spec.arb) policy_drain();
+      if (spec.arb) rrfp_sched_drain(ctx);
       sub->link.flush();
       lk.lock();
     };
@@ -348,18 +353,17 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
         abort_run(run.error);
         continue;
       }
-      const long progress = run.done.load() + arrived() + policy_events();
+      const long progress = run.done.load() + arrived() + rrfp_sched_events(ctx);
       if (progress != last_progress) last_progress = progress, last_move = now, stall_since = -1;
       if (run.running.load() != 0 || sub->link.busy() != 0) continue;
-      std::string why;
       lk.unlock();
-      const bool stalled = spec.arb && arrived() == expected_msgs && policy_stalled(&why);
+      const bool stalled = spec.arb && arrived() == expected_msgs && rrfp_sched_stalled(ctx, why.data(), why.size());
       lk.lock();
       if (stalled) {
         if (stall_since < 0) stall_since = now;
         else if (now - stall_since >= opt.stall_grace_s)
           abort_run(fmt::format("{}: run stalled with {} of {} tasks done; no device can take a task:\n{}",
-                                spec.choice->name, std::min(run.done.load(), run.total), run.total, why));
+                                spec.choice->name, std::min(run.done.load(), run.total), run.total, why.c_str()));
       } else if (now - last_move >= spec.timeout_s) {
         abort_run(L.mpi ? fmt::format("{}: no progress for {:.1f} s with {} of {} local tasks done and {} of {} "
                                       "messages still expected from other ranks (a rank died or hangs?)",
@@ -377,7 +381,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   out.wall_s = run.now() - out.t_submit;
   starpu_task_wait_for_all();
   if (L.mpi) starpu_mpi_wait_for_all(MPI_COMM_WORLD);  // our sends have left
-  if (spec.arb) policy_detach();
+  if (spec.arb) rrfp_sched_detach(ctx);
   if (opt.profile) {
     run.prof_start.assign(tasks, -1);
     run.prof_end.assign(tasks, -1);

@@ -33,7 +33,7 @@ struct GraphRunSpec {
   const PolicyChoice* choice;
   Arbiter* arb;  // rrfp and rrfp-fixed
   RankLayout layout;
-  std::vector<int> worker_of_slot;  // per slot: its StarPU worker here, kRemoteWorker elsewhere
+  std::vector<int> worker_of_slot;  // per slot: its StarPU worker here, RRFP_REMOTE_WORKER elsewhere
   double timeout_s;                 // no progress for this long: the run failed
 };
 

@@ -55,9 +55,9 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   }
   if (mopt.tp_comm) mopt.tp_comm->open();
   // The policy maps every slot to a worker; another rank's slots have
-  // none here (kRemoteWorker), so nothing ever pops for them.
+  // none here (RRFP_REMOTE_WORKER), so nothing ever pops for them.
   GraphRunSpec spec(hint, body, opt, plan, RankLayout{me, R, K, true});
-  spec.worker_of_slot.assign(D * T, kRemoteWorker);
+  spec.worker_of_slot.assign(D * T, RRFP_REMOTE_WORKER);
   for (int i = 0; i < K; ++i) spec.worker_of_slot[me * K + i] = local_worker[i];
   // Another rank's slow task looks like no progress here: the window is
   // the MPI timeout when given, else the executor's stall timeout.

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <starpu_mpi.h>
 
-#include "sched/rrfp_policy.hpp"
+#include "sched/rrfp_sched.h"
 
 namespace rrfp {
 
@@ -89,7 +89,7 @@ void TpDecisions::on_received(void* arg) {
     Device& d = self->dev_[a->device];
     d.got[a->k] = 1;
     for (; d.next_in < static_cast<int>(d.got.size()) && d.got[d.next_in]; ++d.next_in)
-      for (int member : d.followers) policy_follow(a->device, member, static_cast<int>(d.in[d.next_in]));
+      for (int member : d.followers) rrfp_sched_follow(RRFP_INITIAL_SCHED_CTX, a->device, member, static_cast<int>(d.in[d.next_in]));
   }
   self->received_.fetch_add(1);
 }

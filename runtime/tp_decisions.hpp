@@ -2,7 +2,7 @@
 // followers on other ranks, one StarPU-MPI message per task it starts,
 // which task that is (the k-th decision of device d: tag kDecisionTags +
 // d * n + k). Followers hand the decisions to the policy in the leader's
-// order (policy_follow), whatever order the messages arrive in.
+// order (rrfp_sched_follow), whatever order the messages arrive in.
 // Coordination of the policy, not data of the graph: no task reads it.
 #pragma once
 

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <mutex>
+#include <string>
 
+#include <fmt/format.h>
 #include <sched.h>
 
 namespace rrfp {
@@ -14,8 +17,14 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 struct State {
+  explicit State(Mode md) : mode(md) {
+    for (auto& d : slot_of_worker) d.store(-1);
+    for (auto& x : maybe) x.store(0);
+  }
+  const Mode mode;  // the policy's own: rrfp is ReadinessFirst, rrfp-fixed Strict
   std::mutex m;
-  PolicyRun run;
+  std::vector<const starpu_codelet*> codelets;  // graph tasks use these
+  std::vector<int> worker_of_slot;               // per slot, RRFP_REMOTE_WORKER on another rank
   Arbiter* arb = nullptr;  // null: no run attached
   bool drain = false;
   int tp = 1, n = 0;
@@ -33,23 +42,16 @@ struct State {
   std::atomic<int> maybe[kMaxDevices];  // per slot, 1: pop may find a task
   std::atomic<int> foreign_n{0};
   std::atomic<long> events{0};
-  State() {
-    for (auto& d : slot_of_worker) d.store(-1);
-    for (auto& x : maybe) x.store(0);
-  }
 };
 
-State& st() {
-  static State s;
-  return s;
-}
+State* state_of(unsigned sched_ctx) { return static_cast<State*>(starpu_sched_ctx_get_policy_data(sched_ctx)); }
 
-// The task's GraphTaskArg, or null for a task that is not part of the
+// The task's rrfp_graph_task, or null for a task that is not part of the
 // attached run.
-const GraphTaskArg* graph_arg(const State& s, const starpu_task* task) {
+const rrfp_graph_task* graph_arg(const State& s, const starpu_task* task) {
   if (!s.arb) return nullptr;
-  for (const starpu_codelet* cl : s.run.codelets)
-    if (task->cl == cl) return static_cast<const GraphTaskArg*>(task->cl_arg);
+  for (const starpu_codelet* cl : s.codelets)
+    if (task->cl == cl) return static_cast<const rrfp_graph_task*>(task->cl_arg);
   return nullptr;
 }
 
@@ -75,9 +77,9 @@ void lock_relaxed(State& s) {
 }
 
 int push_task(starpu_task* task) {
-  State& s = st();
+  State& s = *state_of(task->sched_ctx);
   lock_relaxed(s);
-  if (const GraphTaskArg* a = graph_arg(s, task)) {
+  if (const rrfp_graph_task* a = graph_arg(s, task)) {
     const int id = a->id, dev = s.arb->hint().graph->task(id).device, slot = dev * s.tp + a->member;
     s.by_id[a->member * s.n + id] = task;
     s.pending[slot].push_back(a->member * s.n + id);
@@ -85,7 +87,7 @@ int push_task(starpu_task* task) {
     s.events.fetch_add(1, std::memory_order_relaxed);
     s.maybe[slot].store(1, std::memory_order_release);
     starpu_push_task_end(task);  // before unlocking: nobody can pop it yet
-    int w = s.run.worker_of_slot[slot];
+    int w = s.worker_of_slot[slot];
     s.m.unlock();
     wake(w);
     return 0;
@@ -120,15 +122,15 @@ int choose(State& s, int slot) {
   if (id >= 0)
     for (int t = 1; t < s.tp; ++t) {
       const int f = dev * s.tp + t;
-      if (s.run.worker_of_slot[f] == kRemoteWorker) continue;  // told by message (policy_follow)
+      if (s.worker_of_slot[f] == RRFP_REMOTE_WORKER) continue;  // told by message (rrfp_sched_follow)
       s.follow[f].push_back(id);
       s.maybe[f].store(1, std::memory_order_release);
     }
   return id;
 }
 
-starpu_task* pop_task(unsigned /*sched_ctx*/) {
-  State& s = st();
+starpu_task* pop_task(unsigned sched_ctx) {
+  State& s = *state_of(sched_ctx);
   int w = starpu_worker_get_id();
   int slot = w >= 0 && w < STARPU_NMAXWORKERS ? s.slot_of_worker[w].load(std::memory_order_relaxed) : -1;
   bool mine = slot >= 0 && s.maybe[slot].load(std::memory_order_acquire) != 0;
@@ -165,10 +167,10 @@ starpu_task* pop_task(unsigned /*sched_ctx*/) {
   return out;
 }
 
-void post_exec_hook(starpu_task* task, unsigned /*sched_ctx*/) {
-  State& s = st();
+void post_exec_hook(starpu_task* task, unsigned sched_ctx) {
+  State& s = *state_of(sched_ctx);
   std::lock_guard<std::mutex> g(s.m);  // no worker mutex is held here
-  const GraphTaskArg* a = graph_arg(s, task);
+  const rrfp_graph_task* a = graph_arg(s, task);
   if (!a || a->member != 0) return;  // the arbiter tracks the leader's tasks
   if (!s.drain) s.arb->on_finish(a->id);
   s.events.fetch_add(1, std::memory_order_relaxed);
@@ -176,12 +178,18 @@ void post_exec_hook(starpu_task* task, unsigned /*sched_ctx*/) {
   s.maybe[s.arb->hint().graph->task(a->id).device * s.tp].store(1, std::memory_order_release);
 }
 
-void init_sched(unsigned /*sched_ctx*/) {}
-void deinit_sched(unsigned /*sched_ctx*/) {}
+template <Mode M>
+void init_sched(unsigned sched_ctx) {
+  starpu_sched_ctx_set_policy_data(sched_ctx, new State(M));
+}
+void deinit_sched(unsigned sched_ctx) {
+  delete state_of(sched_ctx);
+  starpu_sched_ctx_set_policy_data(sched_ctx, nullptr);
+}
 
-starpu_sched_policy make_policy(const char* name, const char* desc) {
+starpu_sched_policy make_policy(const char* name, const char* desc, void (*init)(unsigned)) {
   starpu_sched_policy p{};
-  p.init_sched = init_sched;
+  p.init_sched = init;
   p.deinit_sched = deinit_sched;
   p.push_task = push_task;
   p.pop_task = pop_task;
@@ -192,80 +200,121 @@ starpu_sched_policy make_policy(const char* name, const char* desc) {
   return p;
 }
 
+// The context's state when its policy is one of ours, else null. StarPU
+// keeps a copy of the policy struct per context: compare what it points to.
+State* our_state(unsigned sched_ctx) {
+  const starpu_sched_policy* p = starpu_sched_ctx_get_sched_policy(sched_ctx);
+  const bool ours = p && (p->init_sched == init_sched<Mode::ReadinessFirst> || p->init_sched == init_sched<Mode::Strict>);
+  return ours ? state_of(sched_ctx) : nullptr;
+}
+
+void set_error(char* err, size_t len, const std::string& msg) {
+  if (err && len) std::snprintf(err, len, "%s", msg.c_str());
+}
+
 }  // namespace
 
 starpu_sched_policy* rrfp_policy() {
-  static starpu_sched_policy p = make_policy("rrfp", "readiness-first: ready task of best hint rank, in-flight cap");
+  static starpu_sched_policy p = make_policy("rrfp", "readiness-first: ready task of best hint rank, in-flight cap",
+                                             init_sched<Mode::ReadinessFirst>);
   return &p;
 }
 
 starpu_sched_policy* rrfp_fixed_policy() {
-  static starpu_sched_policy p = make_policy("rrfp-fixed", "strict hint order per device, in-flight cap");
+  static starpu_sched_policy p =
+      make_policy("rrfp-fixed", "strict hint order per device, in-flight cap", init_sched<Mode::Strict>);
   return &p;
 }
 
-void policy_attach(const PolicyRun& run) {
-  State& s = st();
+}  // namespace rrfp
+
+using rrfp::State;
+
+extern "C" int rrfp_sched_attach(unsigned sched_ctx, const rrfp_sched_config* cfg, char* err, size_t err_len) {
+  State* sp = rrfp::our_state(sched_ctx);
+  if (!sp) {
+    rrfp::set_error(err, err_len, "the scheduling context's policy is not rrfp or rrfp-fixed");
+    return -1;
+  }
+  State& s = *sp;
   std::lock_guard<std::mutex> g(s.m);
-  const int T = run.tp, slots = static_cast<int>(run.worker_of_slot.size());
-  if (T < 1 || slots % T != 0) throw SpecError("policy_attach: one worker per device and member expected");
-  if (slots > kMaxDevices) throw SpecError("too many devices for the rrfp policy");
-  s.run = run;
-  s.arb = run.arbiter;
+  auto* arb = static_cast<rrfp::Arbiter*>(cfg->arbiter);
+  const int T = cfg->tp, slots = cfg->slots;
+  std::string why;
+  if (s.arb) why = "a run is already attached to this scheduling context";
+  else if (!arb) why = "no arbiter";
+  else if (arb->mode() != s.mode) why = "the arbiter's mode is not the policy's (rrfp: readiness-first, rrfp-fixed: strict)";
+  else if (T < 1 || slots % T != 0) why = "one worker per device and member expected";
+  else if (slots > rrfp::kMaxDevices) why = fmt::format("{} slots, at most {} for the rrfp policies", slots, rrfp::kMaxDevices);
+  if (!why.empty()) {
+    rrfp::set_error(err, err_len, why);
+    return -1;
+  }
+  s.arb = arb;
+  s.codelets.assign(cfg->codelets, cfg->codelets + cfg->ncodelets);
+  s.worker_of_slot.assign(cfg->worker_of_slot, cfg->worker_of_slot + slots);
   s.drain = false;
   s.tp = T;
-  s.n = run.tasks;
-  s.by_id.assign(static_cast<size_t>(run.tasks) * T, nullptr);
-  s.taken.assign(static_cast<size_t>(run.tasks) * T, 0);
+  s.n = cfg->tasks;
+  s.by_id.assign(static_cast<size_t>(cfg->tasks) * T, nullptr);
+  s.taken.assign(static_cast<size_t>(cfg->tasks) * T, 0);
   s.pending.assign(slots, {});
   s.drain_pos.assign(slots, 0);
   s.follow.assign(slots, {});
   for (auto& d : s.slot_of_worker) d.store(-1);
   for (int i = 0; i < slots; ++i) {
-    if (run.worker_of_slot[i] != kRemoteWorker) s.slot_of_worker[run.worker_of_slot[i]].store(i);
+    const int w = s.worker_of_slot[i];
+    if (w >= 0 && w < STARPU_NMAXWORKERS) s.slot_of_worker[w].store(i);
     s.maybe[i].store(0);
   }
+  return 0;
 }
 
-void policy_detach() {
-  State& s = st();
-  std::lock_guard<std::mutex> g(s.m);
-  s.arb = nullptr;
-  s.run = PolicyRun{};
-  for (auto& d : s.slot_of_worker) d.store(-1);
+extern "C" void rrfp_sched_detach(unsigned sched_ctx) {
+  State* s = rrfp::our_state(sched_ctx);
+  if (!s) return;
+  std::lock_guard<std::mutex> g(s->m);
+  s->arb = nullptr;
+  s->codelets.clear();
+  s->worker_of_slot.clear();
+  for (auto& d : s->slot_of_worker) d.store(-1);
 }
 
-void policy_follow(int device, int member, int task) {
-  State& s = st();
-  std::lock_guard<std::mutex> g(s.m);
-  if (!s.arb) return;
-  const int slot = device * s.tp + member;
-  s.follow[slot].push_back(task);
-  s.events.fetch_add(1, std::memory_order_relaxed);
-  s.maybe[slot].store(1, std::memory_order_release);
+extern "C" void rrfp_sched_follow(unsigned sched_ctx, int device, int member, int task) {
+  State* s = rrfp::our_state(sched_ctx);
+  if (!s) return;
+  std::lock_guard<std::mutex> g(s->m);
+  if (!s->arb) return;
+  const int slot = device * s->tp + member;
+  s->follow[slot].push_back(task);
+  s->events.fetch_add(1, std::memory_order_relaxed);
+  s->maybe[slot].store(1, std::memory_order_release);
 }
 
-long policy_events() { return st().events.load(std::memory_order_relaxed); }
-
-bool policy_stalled(std::string* why) {
-  State& s = st();
-  std::lock_guard<std::mutex> g(s.m);
-  if (!s.arb || s.drain || !s.arb->stalled()) return false;
-  if (why) *why = s.arb->describe();
-  return true;
+extern "C" long rrfp_sched_events(unsigned sched_ctx) {
+  State* s = rrfp::our_state(sched_ctx);
+  return s ? s->events.load(std::memory_order_relaxed) : 0;
 }
 
-void policy_drain() {
-  State& s = st();
+extern "C" int rrfp_sched_stalled(unsigned sched_ctx, char* why, size_t why_len) {
+  State* s = rrfp::our_state(sched_ctx);
+  if (!s) return 0;
+  std::lock_guard<std::mutex> g(s->m);
+  if (!s->arb || s->drain || !s->arb->stalled()) return 0;
+  rrfp::set_error(why, why_len, s->arb->describe());
+  return 1;
+}
+
+extern "C" void rrfp_sched_drain(unsigned sched_ctx) {
+  State* s = rrfp::our_state(sched_ctx);
+  if (!s) return;
   std::vector<int> workers;
   {
-    std::lock_guard<std::mutex> g(s.m);
-    s.drain = true;
-    for (size_t d = 0; d < s.pending.size(); ++d) s.maybe[d].store(1);
-    workers = s.run.worker_of_slot;
+    std::lock_guard<std::mutex> g(s->m);
+    s->drain = true;
+    for (size_t d = 0; d < s->pending.size(); ++d) s->maybe[d].store(1);
+    workers = s->worker_of_slot;
   }
   for (int w : workers)
-    if (w != kRemoteWorker) wake(w);  // never under our lock
+    if (w >= 0) rrfp::wake(w);  // never under our lock
 }
-
-}  // namespace rrfp
