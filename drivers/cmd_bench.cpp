@@ -8,9 +8,9 @@
 #include "drivers/env_config.hpp"
 #include "drivers/flags.hpp"
 #include "runtime/bench.hpp"
-#include "runtime/mpi_executor.hpp"
-#include "runtime/mpi_session.hpp"
-#include "runtime/mpi_tp_comm.hpp"
+#include "mpi/mpi_executor.hpp"
+#include "mpi/mpi_session.hpp"
+#include "mpi/mpi_tp_comm.hpp"
 #include "runtime/session.hpp"
 
 namespace rrfp::cli {
@@ -28,7 +28,7 @@ struct BenchArgs {
 };
 
 void run(const BenchArgs& a) {
-  const bool mpi = mpi_launched();  // devices spread over ranks: see docs/mpi.md
+  const bool mpi = launched_under_mpi();  // devices spread over ranks: see docs/mpi.md
   if (a.tensor_parallel < 1) throw SpecError("--tensor-parallel must be at least 1");
   Hint hint = a.hint.make();  // the generators and the CSV import check the dimensions
   if (!mpi && hint.devices() * a.tensor_parallel > max_cpu_workers())
@@ -39,7 +39,7 @@ void run(const BenchArgs& a) {
   BenchConfig cfg;
   cfg.cost = a.cost.resolve();
   cfg.exec.policy = a.policy;
-  cfg.exec.inflight_slack = a.slack >= 0 ? a.slack : inflight_slack_from_env(0);
+  cfg.exec.inflight_slack = a.slack >= 0 ? a.slack : inflight_slack_from_env();
   cfg.exec.profile = !a.trace.empty();
   cfg.iterations = a.iterations;
   cfg.exec.tensor_parallel = a.tensor_parallel;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "drivers/commands.hpp"
+#include "plot/render.hpp"
 #include "plot/timeline.hpp"
 
 namespace rrfp::cli {

@@ -7,6 +7,7 @@
 #include "drivers/commands.hpp"
 #include "drivers/flags.hpp"
 #include "plot/line_chart.hpp"
+#include "plot/render.hpp"
 #include "plot/timeline.hpp"
 #include "sim/compare.hpp"
 #include "sim/scenario.hpp"

@@ -8,7 +8,7 @@
 #include "drivers/env_config.hpp"
 #include "graph/pipeline_spec.hpp"
 #include "hints/generators.hpp"
-#include "runtime/mpi_session.hpp"
+#include "mpi/mpi_session.hpp"
 #include "train/blas.hpp"
 #include "train/trainer.hpp"
 
@@ -57,7 +57,12 @@ void add_train_command(CLI::App& app) {
   c->add_flag("--quiet", *quiet, "no progress lines");
   c->add_option("--devices-per-rank", o->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();
-  c->callback([o, split, fused, quiet, stages, microbatches, chunks] {
+  auto* inflight = c->add_option("--inflight-slack", o->inflight_slack,
+                                 "rrfp policies: raise each device's in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
+  c->add_option("--link-ms", o->link_ms, "emulated delay of every message between devices (ms; reorders arrivals)")
+      ->capture_default_str();
+  c->add_option("--link-jitter", o->link_jitter, "relative jitter of --link-ms, in [0,1)")->capture_default_str();
+  c->callback([o, split, fused, quiet, stages, microbatches, chunks, inflight] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
     if (is_csv_hint(o->hint)) {  // the file's dimensions, unless given (docs/hints.md)
       if (stages->count() == 0) o->stages = 0;
@@ -68,7 +73,9 @@ void add_train_command(CLI::App& app) {
     o->fail_task = fail_task_from_env();
     o->fail_step = fail_step_from_env();
     o->mpi_timeout_s = mpi_timeout_from_env();
-    if (mpi_launched() && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
+    o->multi_rank = launched_under_mpi();
+    if (inflight->count() == 0) o->inflight_slack = inflight_slack_from_env();
+    if (o->multi_rank && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
     // The BLAS decides the speed of every pass (docs/training.md): say which one runs.
     if (!*quiet) {
       const train::BlasInfo blas = train::blas_in_use();

@@ -44,4 +44,32 @@ int fail_step_from_env() {
   return static_cast<int>(v);
 }
 
+int inflight_slack_from_env() {
+  const std::string s = env("RRFP_INFLIGHT_SLACK");
+  if (s.empty()) return 0;
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (*end || v < 0 || v > 1000000)
+    throw SpecError(fmt::format("RRFP_INFLIGHT_SLACK='{}' is not a non-negative integer", s));
+  return static_cast<int>(v);
+}
+
+bool launched_under_mpi() {
+  auto number = [](const char* name) {
+    const std::string s = env(name);
+    return s.empty() ? -1 : std::atoi(s.c_str());
+  };
+  if (const int forced = number("RRFP_MPI"); forced >= 0) return forced != 0;
+  // Open MPI, MPICH/Hydra and Slurm's PMI/PMIx all export the world size.
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"})
+    if (number(v) > 1) return true;
+  return false;
+}
+
+std::string launcher_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (std::string r = env(v); !r.empty()) return r;
+  return "?";
+}
+
 }  // namespace rrfp::cli

@@ -18,4 +18,13 @@ double mpi_timeout_from_env();
 std::string fail_task_from_env();
 int fail_step_from_env();
 
+// RRFP_INFLIGHT_SLACK (raise every in-flight cap by K); 0 when unset.
+int inflight_slack_from_env();
+// True when a launcher started this process as one of several ranks
+// (mpirun/mpiexec of Open MPI, MPICH/PMI, srun with PMI or PMIx), or when
+// RRFP_MPI=1 forces the multi-rank path (RRFP_MPI=0 disables it).
+bool launched_under_mpi();
+// This process's rank as the launcher exported it, "?" when it did not.
+std::string launcher_rank();
+
 }  // namespace rrfp::cli

@@ -4,9 +4,10 @@
 #include <exception>
 
 #include "drivers/commands.hpp"
+#include "drivers/env_config.hpp"
+#include "drivers/fatal.hpp"
 #include "graph/pipeline_spec.hpp"
 #include "runtime/executor.hpp"
-#include "runtime/mpi_session.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"RRFP: readiness-first pipeline-parallel runtime on StarPU"};
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   rrfp::cli::add_train_command(app);
   rrfp::cli::add_plot_command(app);
   rrfp::cli::add_sim_command(app);
+  const bool ranks = rrfp::cli::launched_under_mpi();
+  if (ranks) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -24,10 +27,7 @@ int main(int argc, char** argv) {
   } catch (const rrfp::UnrecoverableError& e) {
     // StarPU holds tasks that will never finish (or other ranks wait for
     // this one): no clean shutdown is possible. Under mpirun every rank stops.
-    if (rrfp::mpi_launched()) rrfp::mpi_abort(e.what());
-    std::fprintf(stderr, "rrfp: error: %s\n", e.what());
-    std::fflush(stdout);
-    std::_Exit(3);
+    rrfp::cli::abort_all_ranks(e.what());
   } catch (const rrfp::SpecError& e) {
     std::fprintf(stderr, "rrfp: error: %s\n", e.what());
     return 2;

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "drivers/env_config.hpp"
 #include "runtime/session.hpp"
 #include "train/trainer.hpp"
 
@@ -126,6 +127,7 @@ TrainOptions base_options(const Args& a) {
   o.micro_batch_size = a.b;
   o.deterministic = true;  // every configuration computes the same losses
   o.steps = a.warmup + a.rounds;
+  o.inflight_slack = rrfp::cli::inflight_slack_from_env();  // RRFP_INFLIGHT_SLACK, as for rrfp train
   return o;
 }
 

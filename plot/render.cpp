@@ -1,4 +1,6 @@
 // Cairo rendering of a Timeline to PNG or SVG.
+#include "plot/render.hpp"
+
 #include <cairo-svg.h>
 #include <cairo.h>
 
@@ -9,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "graph/pipeline_spec.hpp"
-#include "plot/timeline.hpp"
 
 namespace rrfp {
 

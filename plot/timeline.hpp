@@ -1,6 +1,6 @@
 // Timelines: one row per device, time across, a slice per task. Read from and
 // written to Chrome/Perfetto trace JSON (so real runs and simulated runs share
-// one format) and drawn to PNG or SVG with cairo.
+// one format); plot/render.hpp draws them to PNG or SVG (RRFP::plot, cairo).
 #pragma once
 
 #include <string>
@@ -25,8 +25,5 @@ struct Timeline {
 void write_chrome_trace(const Timeline& t, const std::string& path);
 // Reads complete events back; throws SpecError on malformed files.
 Timeline read_chrome_trace(const std::string& path);
-
-// Draws the timeline; the format follows the extension (.png or .svg).
-void render_timeline(const Timeline& t, const std::string& path);
 
 }  // namespace rrfp

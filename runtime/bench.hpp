@@ -18,7 +18,7 @@ struct BenchConfig {
   CostOptions cost;
   ExecOptions exec;
   int iterations = 1;  // iteration i draws with seed + i
-  // Who runs the graph; empty = execute() (runtime/mpi_executor.hpp has one
+  // Who runs the graph; empty = execute() (mpi/mpi_executor.hpp has one
   // for StarPU-MPI).
   std::function<ExecResult(const Hint&, const TaskBody&, const ExecOptions&)> executor;
   // Tensor parallelism (exec.tensor_parallel = T > 1): each task's cost is

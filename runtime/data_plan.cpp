@@ -31,6 +31,9 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   auto at = [&](int member, int s, int m) { return (static_cast<size_t>(member) * S + s) * M + m; };
   std::vector<int> act(static_cast<size_t>(T) * S * M, -1), grad(act.size(), -1), stash(act.size(), -1);
   std::map<std::tuple<int, int, int>, int> acc;  // (member, stage, device) -> handle
+  // A follower (member > 0) runs its leader's order, not one StarPU picks:
+  // no commuting accumulator for it (see DataPlanOptions::commute).
+  auto has_acc = [&](int member) { return member == 0 || !o.commute; };
   for (int t = 0; t < T; ++t)
     for (int s = 0; s < S; ++s)
       for (int m = 0; m < M; ++m) {
@@ -38,7 +41,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         stash[at(t, s, m)] = add(HandleKind::Stash, s, m, t, d, 8);
         if (s + 1 < S) act[at(t, s, m)] = add(HandleKind::Activation, s, m, t, d, o.message_bytes);
         if (s > 0) grad[at(t, s, m)] = add(HandleKind::Gradient, s, m, t, d, o.message_bytes);
-        if (!acc.count({t, s, d})) acc[{t, s, d}] = add(HandleKind::Accumulator, s, -1, t, d, 8);
+        if (has_acc(t) && !acc.count({t, s, d})) acc[{t, s, d}] = add(HandleKind::Accumulator, s, -1, t, d, 8);
       }
   const Access acc_mode = o.commute ? Access::RWCommute : Access::RW;
   p.access.resize(static_cast<size_t>(n) * T);
@@ -71,11 +74,11 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           break;
         case Kind::W:
           a.push_back({stash[at(t, s, m)], Access::RW});
-          a.push_back({acc[{t, s, k.device}], acc_mode});
+          if (has_acc(t)) a.push_back({acc[{t, s, k.device}], acc_mode});
           break;
         case Kind::BW:
           a.push_back({stash[at(t, s, m)], Access::RW});
-          a.push_back({acc[{t, s, k.device}], acc_mode});
+          if (has_acc(t)) a.push_back({acc[{t, s, k.device}], acc_mode});
           if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
           break;
       }
@@ -107,6 +110,8 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         for (const auto& [key, h] : acc)
           if (std::get<0>(key) == t && std::get<1>(key) == s)
             a.push_back({h, std::get<2>(key) == home ? Access::RW : Access::R});
+        if (!has_acc(t))  // a follower's: after the last pass of each microbatch (its stash's last writer)
+          for (int m = 0; m < M; ++m) a.push_back({stash[at(t, s, m)], Access::R});
         p.access.push_back(std::move(a));
         p.slot.push_back(home * T + t);
         ++p.epilogues;

@@ -13,7 +13,9 @@
 // Per (model stage, device holding it, member):
 //   accumulator C(s,d) W and BW tasks add into it (RW|COMMUTE; plain RW
 //                      under strict policies), the stage's epilogue (the
-//                      optimizer step) reads and writes it after all of them
+//                      optimizer step) reads and writes it after all of them.
+//                      Not for tensor-parallel followers under COMMUTE: their
+//                      epilogue reads the stashes X(s,m) instead.
 // Per message crossing devices with a link delay:
 //   arrival    L(e)    written by the edge's link task (which reads the
 //                      message and holds it for the delay), read by the
@@ -54,7 +56,14 @@ struct LinkSpec {
 
 struct DataPlanOptions {
   int tensor_parallel = 1;
-  bool commute = true;     // false: accumulators in plain RW (strict policies)
+  // false: accumulators in plain RW (strict policies). true: RW|COMMUTE
+  // for member 0, none for followers. StarPU grants a commuting handle
+  // when it pushes a task, and a follower's task that the policy holds
+  // back (it runs its leader's order) would keep it from the task the
+  // leader chose: a deadlock across the group's collectives. A follower
+  // runs on one worker in the leader's order, so nothing needs ordering
+  // but its epilogue, which reads every stash of its stage instead.
+  bool commute = true;
   bool epilogues = false;  // one epilogue task per stage and member
   std::size_t message_bytes = 64;
   // Delay of the k-th input edge of graph task `task` when it crosses devices; empty = none.

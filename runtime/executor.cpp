@@ -1,7 +1,6 @@
 #include "runtime/executor.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include <fmt/format.h>
 #include <starpu.h>
@@ -13,15 +12,6 @@
 #include "sched/rrfp_policy.hpp"
 
 namespace rrfp {
-
-int inflight_slack_from_env(int fallback) {
-  const char* s = std::getenv("RRFP_INFLIGHT_SLACK");
-  if (!s || !*s) return fallback;
-  char* end = nullptr;
-  long v = std::strtol(s, &end, 10);
-  if (*end || v < 0 || v > 1000000) throw SpecError(fmt::format("RRFP_INFLIGHT_SLACK='{}' is not a non-negative integer", s));
-  return static_cast<int>(v);
-}
 
 void prepare_session(const Hint& hint, const ExecOptions& opt) {
   const int slots = hint.devices() * opt.tensor_parallel;
@@ -54,7 +44,7 @@ ExecResult execute(const Hint& hint, const TaskBody& body, const ExecOptions& op
   for (int slot = 0; slot < D * T; ++slot) res.member_worker.push_back(session.worker_of_device(slot));
   for (int d = 0; d < D; ++d) res.device_worker.push_back(res.member_worker[d * T]);
 
-  GraphRunSpec spec(hint, body, opt, plan, RankLayout{0, 1, D * T, false});
+  GraphRunSpec spec(hint, body, opt, plan, RankLayout{0, 1, D * T, nullptr});
   spec.worker_of_slot = res.member_worker;
   GraphRunOutcome out;
   try {

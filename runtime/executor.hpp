@@ -11,7 +11,7 @@
 // a TaskIo. execute() opens the StarPU session itself and keeps it for the
 // next run with the same policy and worker count (runtime/session.hpp).
 // The submitter is runtime/graph_run.hpp, shared with the StarPU-MPI
-// executor (runtime/mpi_executor.hpp).
+// executor (mpi/mpi_executor.hpp).
 #pragma once
 
 #include <cstddef>
@@ -37,7 +37,7 @@ using TaskBody = std::function<void(int call, const TaskIo& io)>;
 
 struct ExecOptions {
   std::string policy;             // "" = STARPU_SCHED, unset = rrfp (sched/policy_registry.hpp)
-  int inflight_slack = -1;        // -1 = RRFP_INFLIGHT_SLACK, unset = 0
+  int inflight_slack = 0;         // added to the hint's in-flight peak (rrfp: RRFP_INFLIGHT_SLACK)
   std::vector<int> inflight_cap;  // per device; empty = hint peak + slack
   // Delay (seconds) of the k-th input edge of `task` when it crosses
   // devices; empty = no delay (the transfer task still exists).
@@ -118,8 +118,5 @@ ExecResult execute(const Hint& hint, const std::function<void(int task)>& body, 
 // Opens (or keeps) the StarPU session that execute(hint, ..., opt) will use,
 // so that a caller timing its runs can leave StarPU's start-up out.
 void prepare_session(const Hint& hint, const ExecOptions& opt = {});
-
-// RRFP_INFLIGHT_SLACK, or `fallback` when unset; SpecError when malformed.
-int inflight_slack_from_env(int fallback = 0);
 
 }  // namespace rrfp

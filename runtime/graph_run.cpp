@@ -1,17 +1,16 @@
 #include "runtime/graph_run.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include <fmt/format.h>
-#include <starpu_mpi.h>
 
 #include "hints/replay.hpp"
 #include "runtime/codelets.hpp"
 #include "runtime/data_plan.hpp"
 #include "runtime/link_thread.hpp"
 #include "runtime/starpu_tasks.hpp"
-#include "runtime/tp_decisions.hpp"
 #include "sched/rrfp_sched.h"
 
 namespace rrfp {
@@ -48,9 +47,18 @@ void release_on_a_worker(starpu_task* link) {
   if (starpu_task_submit(r) != 0) starpu_task_end_dep_release(link);  // StarPU is going down: from here then
 }
 
+// A task that reads a message from another rank: its prologue (all of its
+// inputs are here) counts the arrival for the watchdog, and says which one
+// when a message never comes.
+struct ArrivalArg {
+  RunState* run = nullptr;
+  std::atomic<bool> fired{false};
+};
+
 void input_arrived(void* arg) {
-  auto* r = static_cast<RunState*>(arg);
-  r->arrived.fetch_add(1);
+  auto* a = static_cast<ArrivalArg*>(arg);
+  a->fired.store(true);
+  a->run->arrived.fetch_add(1);
 }
 
 // Everything StarPU's tasks point to, on the heap: when a run cannot be
@@ -59,13 +67,15 @@ struct Submission {
   DataPlan plan;
   std::unique_ptr<RunState> run = std::make_unique<RunState>();
   LinkThread link{release_on_a_worker};
-  std::unique_ptr<TpDecisions> decisions;
+  std::unique_ptr<DecisionChannel> decisions;
   std::vector<std::vector<unsigned char>> bytes;  // per handle owned here
   std::vector<std::uint64_t> words;               // per ordering handle owned here
   std::vector<starpu_data_handle_t> handle;       // per handle; null where not registered
   std::vector<TaskArg> args;                      // per member task
   std::vector<LinkArg> link_args;
   std::vector<EpilogueArg> epi_args;
+  std::unique_ptr<ArrivalArg[]> arrival_args;  // per node
+  std::vector<int> remote_input;                // per node: the handle it receives from another rank, or -1
   std::vector<starpu_task*> tasks;  // member tasks, then links, then epilogues; null: not run here
   std::vector<WorkerPlacement> place;  // per slot (entries of other ranks unused)
 };
@@ -93,7 +103,7 @@ void register_handles(Submission& sub, const RankLayout& L, const std::vector<un
       starpu_vector_data_register(&sub.handle[i], home, ptr, static_cast<uint32_t>(hs[i].bytes), 1);
     else
       starpu_variable_data_register(&sub.handle[i], home, ptr, sizeof(std::uint64_t));
-    if (L.mpi) starpu_mpi_data_register(sub.handle[i], static_cast<starpu_mpi_tag_t>(i) + 1, L.rank_of_slot(hs[i].slot));
+    if (L.transport) L.transport->register_handle(sub.handle[i], static_cast<std::int64_t>(i) + 1, L.rank_of_slot(hs[i].slot));
   }
 }
 
@@ -224,8 +234,8 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     }
   for (auto h : sub->handle) out.data_handles += h != nullptr;
 
-  if (L.mpi && T > 1 && spec.arb) {
-    sub->decisions = std::make_unique<TpDecisions>(hint, T, L.slots_per_rank, me);
+  if (L.transport && T > 1 && spec.arb) {
+    sub->decisions = L.transport->decisions(hint, T, L.slots_per_rank, me);
     if (sub->decisions->active()) run.decisions = sub->decisions.get();
   }
   const int D = hint.devices();
@@ -238,30 +248,23 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   sub->link_args.resize(links);
   sub->epi_args.resize(epis);
   sub->tasks.assign(plan.nodes(), nullptr);
+  sub->arrival_args = std::make_unique<ArrivalArg[]>(plan.nodes());
+  sub->remote_input.assign(plan.nodes(), -1);
   int expected_remote = 0;
-  // Builds node `node` (a task here, or StarPU-MPI's sends for it) and submits it.
+  // Builds node `node` (a task here, or the transport's sends for it) and submits it.
   auto submit = [&](int node, starpu_codelet* cl, void* arg, int priority, unsigned order) {
     if (!build[node]) return;
     const auto& acc = plan.access[node];
-    starpu_data_descr descr[STARPU_NMAXBUFS];
+    std::vector<starpu_data_descr> descr(acc.size());  // an epilogue may have more than STARPU_NMAXBUFS
     for (size_t i = 0; i < acc.size(); ++i) descr[i] = {sub->handle[acc[i].handle], mode_of(acc[i].mode)};
     const int nb = static_cast<int>(acc.size()), slot = plan.slot[node], where = L.rank_of_slot(slot);
-    starpu_task* t = nullptr;
-    if (L.mpi) {
-      t = starpu_mpi_task_build(MPI_COMM_WORLD, cl, STARPU_DATA_MODE_ARRAY, descr, nb, STARPU_EXECUTE_ON_NODE, where, 0);
-    } else {
-      t = starpu_task_create();
-      t->cl = cl;
-      t->nbuffers = nb;
-      for (int i = 0; i < nb; ++i) {
-        STARPU_TASK_SET_HANDLE(t, descr[i].handle, i);
-        STARPU_TASK_SET_MODE(t, descr[i].mode, i);
-      }
-    }
+    starpu_task* t = L.transport ? L.transport->build(cl, descr.data(), nb, where)
+                                 : starpu_task_build(cl, STARPU_DATA_MODE_ARRAY, descr.data(), nb, 0);
     if (t) {
-      // starpu_mpi_task_build marks its args as owned by the task: ours are not.
+      // StarPU-MPI's task_build marks its args as owned by the task: ours are not.
       t->cl_arg_free = t->callback_arg_free = t->prologue_callback_arg_free = t->prologue_callback_pop_arg_free = 0;
       t->cl_arg = arg;
+      t->name = cl->name;  // the builders name it after themselves; traces should show rrfp_F, ...
       t->destroy = 0;
       t->priority = priority;
       if (!is_link(node)) sub->place[slot].place(t, order);  // links: any worker here
@@ -273,8 +276,10 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       for (const AccessSpec& a : acc)
         if (a.mode == Access::R && rank_of_handle(a.handle) != me &&
             (plan.handles[a.handle].kind == HandleKind::Activation || plan.handles[a.handle].kind == HandleKind::Gradient)) {
+          sub->arrival_args[node].run = &run;
+          sub->remote_input[node] = a.handle;
           t->prologue_callback_func = input_arrived;
-          t->prologue_callback_arg = &run;
+          t->prologue_callback_arg = &sub->arrival_args[node];
           ++expected_remote;
           break;
         }
@@ -284,7 +289,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
         return;
       }
     }
-    if (L.mpi) starpu_mpi_task_post_build(MPI_COMM_WORLD, cl, STARPU_DATA_MODE_ARRAY, descr, nb, STARPU_EXECUTE_ON_NODE, where, 0);
+    if (L.transport) L.transport->post_build(cl, descr.data(), nb, where);
   };
 
   for (int mt = 0; mt < tasks; ++mt) {
@@ -310,7 +315,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   for (int node = 0; node < plan.nodes(); ++node)
     if (build[node] && L.rank_of_slot(plan.slot[node]) == me && !is_link(node)) ++run.total;
   if (sub->decisions) sub->decisions->post_receives();
-  if (!L.mpi) run.t0 = RunState::Clock::now();  // one process: times from submission; ranks share the clock's epoch
+  if (!L.distributed()) run.t0 = RunState::Clock::now();  // one process: times from submission; ranks share the clock's epoch
   out.t_submit = run.now();
   for (int id : submit_order)
     for (int m = 0; m < T; ++m) {
@@ -322,6 +327,22 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   const int expected_msgs = expected_remote + (sub->decisions ? sub->decisions->expected() : 0);
   auto arrived = [&] { return run.arrived.load() + (sub->decisions ? sub->decisions->received() : 0); };
 
+  // Names the messages from other ranks that have not arrived (at most 8).
+  auto missing_messages = [&] {
+    std::string out;
+    int listed = 0;
+    for (int node = 0; node < plan.nodes() && listed < 8; ++node) {
+      const int h = sub->remote_input[node];
+      if (h < 0 || sub->arrival_args[node].fired.load()) continue;
+      const HandleSpec& hs = plan.handles[h];
+      const std::string who =
+          node < tasks ? member_task_name(g.label(node % n), node / n, T) : fmt::format("link node {}", node);
+      out += fmt::format("\n  {} waits for {}(stage {}, mb {}, member {}) from rank {}", who,
+                         handle_kind_name(hs.kind), hs.stage, hs.mb, hs.member, rank_of_handle(h));
+      ++listed;
+    }
+    return out;
+  };
   // The watchdog: the first failure or a stall stops the run.
   std::string failure;
   bool drained = true;
@@ -343,7 +364,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       run.cv.wait_for(lk, std::chrono::milliseconds(5));
       const double now = run.now();
       if (run.abort) {
-        if (L.mpi || now - abort_at > 30 + spec.timeout_s) {
+        if (L.distributed() || now - abort_at > 30 + spec.timeout_s) {
           drained = false;  // other ranks wait for us, or tasks are stuck in StarPU
           break;
         }
@@ -365,10 +386,10 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
           abort_run(fmt::format("{}: run stalled with {} of {} tasks done; no device can take a task:\n{}",
                                 spec.choice->name, std::min(run.done.load(), run.total), run.total, why.c_str()));
       } else if (now - last_move >= spec.timeout_s) {
-        abort_run(L.mpi ? fmt::format("{}: no progress for {:.1f} s with {} of {} local tasks done and {} of {} "
-                                      "messages still expected from other ranks (a rank died or hangs?)",
+        abort_run(L.distributed() ? fmt::format("{}: no progress for {:.1f} s with {} of {} local tasks done and {} of {} "
+                                      "messages still expected from other ranks (a rank died or hangs?){}",
                                       spec.choice->name, spec.timeout_s, run.done.load(), run.total,
-                                      expected_msgs - arrived(), expected_msgs)
+                                      expected_msgs - arrived(), expected_msgs, missing_messages())
                         : fmt::format("{}: no progress for {:.1f} s with {} of {} tasks done (stalled)",
                                       spec.choice->name, spec.timeout_s, run.done.load(), run.total));
       }
@@ -380,7 +401,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   }
   out.wall_s = run.now() - out.t_submit;
   starpu_task_wait_for_all();
-  if (L.mpi) starpu_mpi_wait_for_all(MPI_COMM_WORLD);  // our sends have left
+  if (L.transport) L.transport->wait_sends();
   if (spec.arb) rrfp_sched_detach(ctx);
   if (opt.profile) {
     run.prof_start.assign(tasks, -1);

@@ -1,9 +1,9 @@
 // The one submission path: registers a run's data handles, submits every
 // task with its data accesses, waits for the run with one watchdog, and
-// records what ran where. One process and StarPU-MPI differ only in the
+// records what ran where. One process and many ranks differ only in the
 // layout: which rank owns each slot (device * T + member), and so where
-// each task runs and who owns each handle; StarPU-MPI then posts the
-// sends and receives itself (starpu_mpi_task_build / post_build).
+// each task runs and who owns each handle; the rank transport (StarPU-MPI,
+// mpi/mpi_executor.cpp) then posts the sends and receives itself.
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 
 #include "hints/hint.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/rank_transport.hpp"
 #include "runtime/run_state.hpp"
 #include "runtime/run_plan.hpp"
 
@@ -19,8 +20,9 @@ namespace rrfp {
 struct RankLayout {
   int rank = 0, ranks = 1;
   int slots_per_rank = 1;  // one process: every slot
-  bool mpi = false;        // StarPU-MPI: handles registered with owners, tasks built per rank
-  int rank_of_slot(int slot) const { return mpi ? slot / slots_per_rank : 0; }
+  RankTransport* transport = nullptr;  // several ranks: handles registered with owners, tasks built per rank
+  bool distributed() const { return transport != nullptr; }
+  int rank_of_slot(int slot) const { return transport ? slot / slots_per_rank : 0; }
 };
 
 struct GraphRunSpec {

@@ -16,7 +16,8 @@ RunPlan plan_run(const Hint& hint, const ExecOptions& opt, std::vector<unsigned 
     throw SpecError(fmt::format("--tensor-parallel {} needs a policy that keeps a tensor-parallel group's collectives "
                                 "in one order on every member: rrfp, rrfp-fixed or static-order (not '{}')",
                                 T, p.choice.name));
-  p.slack = opt.inflight_slack >= 0 ? opt.inflight_slack : inflight_slack_from_env(0);
+  if (opt.inflight_slack < 0) throw SpecError(fmt::format("in-flight slack must not be negative (got {})", opt.inflight_slack));
+  p.slack = opt.inflight_slack;
   if (p.choice.kind == PolicyChoice::Kind::StaticOrder) {
     // StarPU's workerorder waits forever on an order that cannot run; say so
     // up front (whether a strict order deadlocks does not depend on costs).

@@ -19,7 +19,7 @@
 namespace rrfp {
 
 class LinkThread;
-class TpDecisions;
+class DecisionChannel;
 
 struct RunState {
   using Clock = std::chrono::steady_clock;
@@ -28,7 +28,7 @@ struct RunState {
   const TaskBody* body = nullptr;                      // called with member * n + task id
   const std::function<void(int)>* epilogue = nullptr;  // member * stages + stage; may be null
   const std::function<void(int)>* hook = nullptr;      // ExecOptions::task_hook; may be null
-  TpDecisions* decisions = nullptr;                    // multi-rank tensor parallelism
+  DecisionChannel* decisions = nullptr;                // multi-rank tensor parallelism
   LinkThread* link = nullptr;
   Clock::time_point t0{};  // now() counts from here (default: the clock's epoch, comparable across ranks)
   // Per member task (member * n + id), in now() seconds, its worker and

@@ -44,6 +44,36 @@ void StarpuSession::init_workers_once(const std::function<void()>& init) {
 
 int max_cpu_workers() { return STARPU_MAXCPUS; }
 
+void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const char* who,
+                  const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop) {
+  if (ncpus < 1) throw SpecError(fmt::format("at least one device is needed ({} = {})", who, ncpus));
+  if (ncpus > max_cpu_workers())
+    throw SpecError(fmt::format("{} {} requested but this StarPU has at most {} CPU workers (one per device)", ncpus,
+                                who, max_cpu_workers()));
+  std::optional<std::string> saved;
+  if (const char* s = std::getenv("STARPU_SCHED")) saved = s;
+  unsetenv("STARPU_SCHED");
+  starpu_conf conf;
+  starpu_conf_init(&conf);
+  conf.ncpus = ncpus;  // explicit: StarPU-MPI then reserves no core for its progress thread
+  conf.ncuda = 0;
+  conf.nopencl = 0;
+  conf.sched_policy_name = policy.policy ? nullptr : policy.builtin.c_str();
+  conf.sched_policy = policy.policy;
+  // Workers emulate devices and mostly sleep; binding them to the few cores
+  // of a small machine only produces warnings.
+  setenv("STARPU_WORKERS_NOBIND", "1", 0);
+  const int rc = start(&conf);
+  if (saved) setenv("STARPU_SCHED", saved->c_str(), 1);
+  if (rc != 0) throw SpecError(fmt::format("starting StarPU failed ({})", rc));
+  if (const int got = static_cast<int>(starpu_cpu_worker_get_count()); got < ncpus) {
+    stop();
+    throw SpecError(fmt::format("{} {} requested but StarPU started only {} CPU workers (check STARPU_NCPU)", ncpus,
+                                who, got));
+  }
+  if (profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+}
+
 StarpuSession::StarpuSession(const PolicyChoice& policy, int ncpus, bool profiling)
     : policy_(policy), ncpus_(ncpus), profiling_(profiling) {
   if (ncpus < 1) throw SpecError("a run needs at least one device");
@@ -52,35 +82,13 @@ StarpuSession::StarpuSession(const PolicyChoice& policy, int ncpus, bool profili
     throw SpecError(fmt::format("{} devices requested but this StarPU has at most {} CPU workers (one per device)", ncpus,
                                 max_cpu_workers()));
   if (g_open.exchange(true)) throw SpecError("a StarPU session is already open in this process");
-  // StarPU's own STARPU_SCHED beats conf (starpu_conf_init copies it) and
-  // warns about names it does not know; we already resolved it, so hide it
-  // from StarPU and restore it afterwards.
-  std::optional<std::string> saved;
-  if (const char* s = std::getenv("STARPU_SCHED")) saved = s;
-  unsetenv("STARPU_SCHED");
-  starpu_conf conf;
-  starpu_conf_init(&conf);
-  conf.ncpus = ncpus;
-  conf.ncuda = 0;
-  conf.nopencl = 0;
-  conf.sched_policy_name = policy.policy ? nullptr : policy.builtin.c_str();
-  conf.sched_policy = policy.policy;
-  // Workers emulate devices and mostly sleep; binding them to the few cores
-  // of a small machine only produces warnings.
-  setenv("STARPU_WORKERS_NOBIND", "1", 0);
-  int rc = starpu_init(&conf);
-  if (saved) setenv("STARPU_SCHED", saved->c_str(), 1);
-  if (rc != 0) {
+  try {
+    start_starpu(policy, ncpus, profiling, "devices", [](starpu_conf* c) { return starpu_init(c); },
+                 [] { starpu_shutdown(); });
+  } catch (...) {
     g_open = false;
-    throw SpecError(fmt::format("starpu_init failed ({})", rc));
+    throw;
   }
-  if (static_cast<int>(starpu_cpu_worker_get_count()) < ncpus) {
-    int got = static_cast<int>(starpu_cpu_worker_get_count());
-    starpu_shutdown();
-    g_open = false;
-    throw SpecError(fmt::format("{} devices requested but StarPU started only {} CPU workers (check STARPU_NCPU)", ncpus, got));
-  }
-  if (profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
 }
 
 StarpuSession::~StarpuSession() {

@@ -5,12 +5,24 @@
 
 #include <functional>
 
+#include <starpu.h>
+
 #include "sched/policy_registry.hpp"
 
 namespace rrfp {
 
-// StarPU from Debian has at most this many CPU workers (STARPU_MAXCPUS).
+// This StarPU has at most this many CPU workers (STARPU_MAXCPUS).
 int max_cpu_workers();
+
+// What StarpuSession and the StarPU-MPI session share: starts StarPU
+// through `start` (starpu_init, starpu_mpi_init_conf) with `ncpus` CPU
+// workers, no accelerators and `policy`, with STARPU_SCHED hidden (StarPU
+// would let it beat the configuration and warn about our names; we
+// resolved it already); checks that StarPU started that many workers
+// (else `stop`s it) and turns profiling on if asked. `who` names the
+// request in errors ("devices", "devices per rank"). Throws SpecError.
+void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const char* who,
+                  const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop);
 
 class StarpuSession {
  public:

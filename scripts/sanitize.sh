@@ -11,17 +11,20 @@ export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
 case $kind in
   address)
     cmake -S . -B build-asan -DRRFP_SANITIZE=address -DRRFP_BUILD_PERF=OFF
-    cmake --build build-asan -j"$(nproc)" --target rrfp_tests rrfp_cli
+    cmake --build build-asan -j"$(nproc)" --target rrfp_core_tests rrfp_runtime_tests rrfp_train_tests rrfp_cli_tests rrfp_cli
     # Leak detection is off: StarPU, fontconfig and dlopen'd libraries leak at exit.
     ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j"$(nproc)" \
       -R 'Arbiter|Simulator|Csv|Graph|Zoo|Validator|Generators|Runtime|CostModel|Plot|CliSim|LinearTape|TrainGrad|Blas|DataFlow|SchedApi'
     ;;
   thread)
     cmake -S . -B build-tsan -DRRFP_SANITIZE=thread -DRRFP_BUILD_PERF=OFF
-    cmake --build build-tsan -j"$(nproc)" --target rrfp_tests
+    cmake --build build-tsan -j"$(nproc)" --target rrfp_runtime_tests rrfp_train_tests
     # StarPU is not instrumented: tests/tsan.supp suppresses two StarPU-internal hand-offs it cannot see.
-    TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" build-tsan/tests/rrfp_tests \
-      --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:TrainTensorParallel.Grad*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:DataFlow.*:SchedApi.*'
+    export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1"
+    build-tsan/tests/rrfp_runtime_tests \
+      --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*'
+    build-tsan/tests/rrfp_train_tests \
+      --gtest_filter='TrainTensorParallel.Grad*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*'
     ;;
   *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
 esac

@@ -112,6 +112,28 @@ TEST(DataFlow, HandlesPerMessageAndStage) {
   EXPECT_EQ(acc, 2);    // S (one device each)
 }
 
+// A tensor-parallel follower runs its leader's order, so it must not hold a
+// handle that StarPU grants in an order of its own: a pushed follower task
+// holding a commuting accumulator kept the leader's choice from becoming
+// ready (a deadlock across the group's collectives, seen under mpirun).
+TEST(DataFlow, FollowersHoldNoCommutingHandle) {
+  for (const char* name : {"1f1b", "zb-h1", "interleaved-1f1b", "zbv"}) {
+    Hint h = make_hint(name, {2, 4, std::string(name) == "interleaved-1f1b" ? 2 : 0, -1, 0});
+    DataPlanOptions o;
+    o.tensor_parallel = 2;
+    o.epilogues = true;
+    const DataPlan p = plan_data(*h.graph, o);
+    int leader_commute = 0;
+    for (int mt = 0; mt < p.tasks(); ++mt)
+      for (const AccessSpec& a : p.access[mt]) {
+        if (a.mode != Access::RWCommute) continue;
+        EXPECT_EQ(mt / p.n, 0) << name << ": follower task " << h.graph->label(mt % p.n) << " commutes";
+        leader_commute += mt / p.n == 0;
+      }
+    EXPECT_GT(leader_commute, 0) << name;  // the leader still accumulates with COMMUTE
+  }
+}
+
 // A real run: no dependency declared by hand, every message checked.
 TEST(DataFlow, RealRunsDeliverEveryByteWithoutExplicitDependencies) {
   for (const char* pol : {"rrfp", "rrfp-fixed", "eager", "dmda"}) {

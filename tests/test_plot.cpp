@@ -5,6 +5,7 @@
 
 #include "hints/generators.hpp"
 #include "hints/replay.hpp"
+#include "plot/render.hpp"
 #include "plot/timeline.hpp"
 #include "sim/sim_timeline.hpp"
 

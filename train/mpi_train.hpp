@@ -1,6 +1,6 @@
 // Multi-rank training (docs/mpi.md): which model stages a rank owns. The
 // messages themselves are StarPU data handles that StarPU-MPI moves
-// (runtime/mpi_executor.hpp): an F edge carries the producer stage's output
+// (mpi/mpi_executor.hpp): an F edge carries the producer stage's output
 // activation, a backward edge its input gradient, both [b, T, d_model]
 // floats copied bit for bit, so every rank computes exactly what one
 // process would.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hints/hint.hpp"
-#include "runtime/mpi_executor.hpp"
+#include "mpi/mpi_executor.hpp"
 
 namespace rrfp::train {
 

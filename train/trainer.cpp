@@ -8,14 +8,16 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "codelets/splitmix.hpp"
 #include "hints/generators.hpp"
 #include "runtime/fault_hook.hpp"
+#include "mpi/mpi_session.hpp"
+#include "mpi/mpi_tp_comm.hpp"
 #include "plot/timeline.hpp"
 #include "runtime/executor.hpp"
 #include "train/adamw.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data.hpp"
-#include "runtime/mpi_session.hpp"
 #include "train/mm_model.hpp"
 #include "train/mpi_train.hpp"
 #include "train/pipeline.hpp"
@@ -23,7 +25,6 @@
 #include "train/replay_order.hpp"
 #include "train/tp_model.hpp"
 #include "train/trainer_io.hpp"
-#include "runtime/mpi_tp_comm.hpp"
 
 namespace rrfp::train {
 
@@ -123,7 +124,7 @@ struct Trainer::Impl {
         P(hint.spec().stages),
         mm(o.model == "mm-tiny"),
         TP(o.tensor_parallel),
-        mpi(o.executor == "starpu" && mpi_launched()) {
+        mpi(o.executor == "starpu" && o.multi_rank) {
     one_intra_op_thread();
     if (mm)
       model_ptr = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
@@ -329,6 +330,14 @@ struct Trainer::Impl {
       if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
     };
     eo.worker_init = warm_worker;
+    eo.inflight_slack = o.inflight_slack;
+    if (o.link_ms > 0)
+      eo.link_delay_s = [this, step](int task, int k) {
+        const std::uint64_t key = (o.seed * 0x1000003ULL + static_cast<std::uint64_t>(step)) * 0x100000001b3ULL +
+                                  static_cast<std::uint64_t>(task) * 8 + static_cast<std::uint64_t>(k);
+        const double u = static_cast<double>(splitmix64(key) >> 11) * 0x1.0p-53;
+        return o.link_ms * (1 + o.link_jitter * (2 * u - 1)) * 1e-3;
+      };
     std::int64_t elems = 1;
     for (auto x : msg_shape) elems *= x;
     eo.message_bytes = static_cast<std::size_t>(elems) * sizeof(float);

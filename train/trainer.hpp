@@ -37,9 +37,17 @@ struct TrainOptions {
   // plain: the LibTorch reference loop, no pipeline (perf baseline).
   std::string executor = "starpu";
   std::string policy;        // "" = STARPU_SCHED
-  int devices_per_rank = 1;  // under mpirun/srun: devices of each rank (docs/mpi.md)
+  // Several ranks (drivers: started by mpirun/srun, or RRFP_MPI=1): the
+  // StarPU-MPI executor, devices_per_rank devices on each (docs/mpi.md).
+  bool multi_rank = false;
+  int devices_per_rank = 1;
   int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
   double mpi_timeout_s = 0;  // under mpirun: seconds without progress on a rank; 0 = the executor's default
+  int inflight_slack = 0;    // rrfp policies: raise each device's in-flight cap by this (drivers: RRFP_INFLIGHT_SLACK)
+  // Emulated link: every message between devices is held this long after
+  // it arrived, uniform in link_ms * (1 +- link_jitter), drawn per step and
+  // edge from the seed (the same on every rank); reorders arrivals.
+  double link_ms = 0, link_jitter = 0;
   // Tests: this task (a label, or opt<s>: stage s's optimizer step) throws,
   // at step fail_step only when >= 1 (drivers: RRFP_FAIL_TASK, RRFP_FAIL_STEP).
   std::string fail_task;

@@ -33,6 +33,12 @@ void check_options(const TrainOptions& o) {
     throw SpecError("--tensor-parallel applies to gpt-tiny (mm-tiny has no tensor-parallel blocks)");
   if (o.tensor_parallel > 1 && o.executor != "starpu")
     throw SpecError("--tensor-parallel needs the StarPU executor: its members run concurrently");
+  if (o.inflight_slack < 0) throw SpecError("the in-flight slack must not be negative");
+  if (!(o.link_ms >= 0)) throw SpecError(fmt::format("--link-ms {} must not be negative", o.link_ms));
+  if (!(o.link_jitter >= 0 && o.link_jitter < 1))
+    throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", o.link_jitter));
+  if (o.link_ms > 0 && o.executor != "starpu")
+    throw SpecError("--link-ms needs the StarPU executor (the delay is a link task)");
 }
 
 nlohmann::json gpt_json(const GptConfig& c) {

@@ -16,9 +16,11 @@
 #include <fmt/format.h>
 
 #include "codelets/cost_model.hpp"
+#include "drivers/env_config.hpp"
+#include "drivers/fatal.hpp"
 #include "hints/generators.hpp"
-#include "runtime/mpi_executor.hpp"
-#include "runtime/mpi_session.hpp"
+#include "mpi/mpi_executor.hpp"
+#include "mpi/mpi_session.hpp"
 #include "runtime/fault_hook.hpp"
 #include "runtime/payload.hpp"
 
@@ -67,11 +69,11 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::duration<double>(d.task_s[id]));
     };
     MpiExecResult m;
-    if (mpi_launched()) {
+    if (cli::launched_under_mpi()) {
       try {
         m = execute_mpi(h, body, o, mo);
       } catch (const UnrecoverableError& e) {
-        mpi_abort(e.what());
+        cli::abort_all_ranks(e.what());
       }
     } else {  // the same graph in one process, for comparison
       mo.devices_per_rank = h.devices();
@@ -84,7 +86,7 @@ int main(int argc, char** argv) {
     }
     // Every message a rank received was checked: count them over all ranks.
     int all_checked = checked.load();
-    if (mpi_launched()) MPI_Allreduce(MPI_IN_PLACE, &all_checked, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (cli::launched_under_mpi()) MPI_Allreduce(MPI_IN_PLACE, &all_checked, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!m.root()) return 0;
     const ExecResult& r = m.exec;
     int bad = 0;

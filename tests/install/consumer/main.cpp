@@ -2,8 +2,8 @@
 // prints its unit-cost makespan (3(M+S-1) for 1F1B with F=B=W=1).
 #include <cstdio>
 
-#include <hints/generators.hpp>  // installed under include/rrfp, the interface include dir
-#include <hints/replay.hpp>
+#include <rrfp/hints/generators.hpp>  // installed under include/rrfp/
+#include <rrfp/hints/replay.hpp>
 
 int main() {
   rrfp::HintParams p;

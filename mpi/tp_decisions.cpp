@@ -1,4 +1,4 @@
-#include "runtime/tp_decisions.hpp"
+#include "mpi/tp_decisions.hpp"
 
 #include <algorithm>
 

@@ -15,26 +15,27 @@
 #include <starpu.h>
 
 #include "hints/hint.hpp"
+#include "runtime/rank_transport.hpp"
 
 namespace rrfp {
 
-class TpDecisions {
+class TpDecisions final : public DecisionChannel {
  public:
   // Slot d*T+t lives on rank slot / K; `me` is this rank.
   TpDecisions(const Hint& hint, int T, int K, int me);
-  ~TpDecisions();
+  ~TpDecisions() override;
   TpDecisions(const TpDecisions&) = delete;
   TpDecisions& operator=(const TpDecisions&) = delete;
 
-  bool active() const { return !dev_.empty(); }
+  bool active() const override { return !dev_.empty(); }
   // Decision messages this rank waits for, and how many arrived.
-  int expected() const { return expected_; }
-  int received() const { return received_.load(); }
+  int expected() const override { return expected_; }
+  int received() const override { return received_.load(); }
   // Posts every receive of this rank's followers.
-  void post_receives();
+  void post_receives() override;
   // The leader (member 0) of `device` starts graph task `task`: tell the
   // followers on other ranks. "" or the reason it failed.
-  std::string announce(int device, int task);
+  std::string announce(int device, int task) override;
 
  private:
   struct Device {

@@ -1,20 +1,44 @@
-#include "runtime/mpi_executor.hpp"
+#include "mpi/mpi_executor.hpp"
 
 #include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
 #include <mpi.h>
+#include <starpu_mpi.h>
 
 #include "runtime/graph_run.hpp"
-#include "runtime/mpi_session.hpp"
-#include "runtime/mpi_tp_comm.hpp"
+#include "mpi/mpi_session.hpp"
+#include "mpi/mpi_tp_comm.hpp"
+#include "mpi/tp_decisions.hpp"
 #include "runtime/run_plan.hpp"
 #include "runtime/run_stats.hpp"
 #include "runtime/session.hpp"
 #include "sched/rrfp_policy.hpp"
 
 namespace rrfp {
+
+namespace {
+
+// StarPU-MPI over MPI_COMM_WORLD: the submitter's rank transport.
+class StarpuMpiTransport final : public RankTransport {
+ public:
+  void register_handle(starpu_data_handle_t h, std::int64_t tag, int owner) override {
+    starpu_mpi_data_register(h, static_cast<starpu_mpi_tag_t>(tag), owner);
+  }
+  starpu_task* build(starpu_codelet* cl, starpu_data_descr* descr, int nb, int where) override {
+    return starpu_mpi_task_build(MPI_COMM_WORLD, cl, STARPU_DATA_MODE_ARRAY, descr, nb, STARPU_EXECUTE_ON_NODE, where, 0);
+  }
+  void post_build(starpu_codelet* cl, starpu_data_descr* descr, int nb, int where) override {
+    starpu_mpi_task_post_build(MPI_COMM_WORLD, cl, STARPU_DATA_MODE_ARRAY, descr, nb, STARPU_EXECUTE_ON_NODE, where, 0);
+  }
+  void wait_sends() override { starpu_mpi_wait_for_all(MPI_COMM_WORLD); }
+  std::unique_ptr<DecisionChannel> decisions(const Hint& hint, int T, int K, int me) override {
+    return std::make_unique<TpDecisions>(hint, T, K, me);
+  }
+};
+
+}  // namespace
 
 MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOptions& opt, const MpiOptions& mopt) {
   const TaskGraph& g = *hint.graph;
@@ -56,7 +80,8 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   if (mopt.tp_comm) mopt.tp_comm->open();
   // The policy maps every slot to a worker; another rank's slots have
   // none here (RRFP_REMOTE_WORKER), so nothing ever pops for them.
-  GraphRunSpec spec(hint, body, opt, plan, RankLayout{me, R, K, true});
+  StarpuMpiTransport transport;
+  GraphRunSpec spec(hint, body, opt, plan, RankLayout{me, R, K, &transport});
   spec.worker_of_slot.assign(D * T, RRFP_REMOTE_WORKER);
   for (int i = 0; i < K; ++i) spec.worker_of_slot[me * K + i] = local_worker[i];
   // Another rank's slow task looks like no progress here: the window is

@@ -9,27 +9,18 @@
 
 namespace rrfp {
 
-// True when a launcher started this process as one of several ranks
-// (mpirun/mpiexec of Open MPI, MPICH/PMI, srun with PMI or PMIx), or when
-// RRFP_MPI=1 forces the multi-rank path (RRFP_MPI=0 disables it).
-bool mpi_launched();
-
 struct MpiWorld {
   int rank = 0, size = 1;
 };
 // Initialises MPI (MPI_THREAD_SERIALIZED: StarPU-MPI's progress thread is
 // the only caller while a run is open) on first use and returns this rank.
-// Also installs a SIGTERM handler so a rank that the launcher kills after
-// another rank failed says so instead of vanishing silently.
+// Whether the process was started as one of several ranks is the driver's
+// question (drivers/env_config.hpp), as is aborting them all.
 MpiWorld mpi_world();
 
 // MPI_Bcast of `bytes` raw bytes from `root` over MPI_COMM_WORLD. Only
 // outside a run (StarPU-MPI closed), like every MPI call of ours.
 void mpi_broadcast(void* data, int bytes, int root);
-
-// Prints "rrfp: rank R: msg" on stderr and aborts every rank
-// (MPI_Abort): the only safe stop once ranks wait on each other.
-[[noreturn]] void mpi_abort(const std::string& msg, int code = 3);
 
 // One StarPU-MPI instance: `ncpus` CPU workers on this rank, our policy
 // or a built-in, MPI_COMM_WORLD. Throws SpecError like StarpuSession.

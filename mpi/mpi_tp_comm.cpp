@@ -1,4 +1,4 @@
-#include "runtime/mpi_tp_comm.hpp"
+#include "mpi/mpi_tp_comm.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <starpu_mpi.h>
 
 #include "graph/pipeline_spec.hpp"
-#include "runtime/mpi_session.hpp"
+#include "mpi/mpi_session.hpp"
 
 namespace rrfp {
 

@@ -11,7 +11,7 @@
 // arrive in any order and each makes exactly its consumer ready.
 //
 // Tensor parallelism across ranks: the leader's decisions travel as
-// messages of their own (runtime/tp_decisions.hpp).
+// messages of their own (mpi/tp_decisions.hpp).
 //
 // Faults: a body that throws, or no progress on a rank for the timeout,
 // throws UnrecoverableError on that rank (the driver prints
@@ -32,7 +32,7 @@ class MpiTpComm;
 struct MpiOptions {
   int devices_per_rank = 1;  // devices of the hint x tensor-parallel = ranks * devices_per_rank
   double timeout_s = 0;      // no progress on a rank for this long: failed; 0 = ExecOptions::stall_timeout_s
-  MpiTpComm* tp_comm = nullptr;  // opened and closed around the run (runtime/mpi_tp_comm.hpp)
+  MpiTpComm* tp_comm = nullptr;  // opened and closed around the run (mpi/mpi_tp_comm.hpp)
 };
 
 struct MpiExecResult {

@@ -1,0 +1,17 @@
+// How a driver stops: the library throws, only drivers end the process.
+#pragma once
+
+#include <string>
+
+namespace rrfp::cli {
+
+// Prints "rrfp: rank R: error: msg" on stderr and ends every rank
+// (MPI_Abort when MPI is up): the only safe stop once ranks wait on each
+// other. Without MPI: "rrfp: error: msg" and _Exit(code).
+[[noreturn]] void abort_all_ranks(const std::string& msg, int code = 3);
+
+// Under a launcher: a rank killed with SIGTERM (the launcher stopping the
+// others after one failed) says so on stderr instead of vanishing.
+void note_sigterm_from_launcher(const std::string& rank);
+
+}  // namespace rrfp::cli
