@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds StarPU 1.4.10 (StarPU-MPI, hwloc, FxT; CUDA where nvcc is found)
 # from Debian's source package into a fixed prefix, once: a prefix that
-# already holds 1.4.10 is reused. The source comes from Debian's unstable
+# already holds 1.4.10 built with the same patches (scripts/patches/,
+# recorded in PREFIX/share/rrfp-starpu-patches) is reused. The source comes from Debian's unstable
 # suite through a private apt configuration; the system's sources are
 # not touched. Usage: scripts/build-starpu.sh [PREFIX]
 # (default /opt/rrfp/starpu-1.4.10; CMake looks there, RRFP_STARPU_PREFIX).
@@ -10,7 +11,9 @@ VERSION=1.4.10
 PREFIX=${1:-${RRFP_STARPU_PREFIX:-/opt/rrfp/starpu-$VERSION}}
 here=$(cd "$(dirname "$0")" && pwd)
 pc="$PREFIX/lib/pkgconfig/starpu-1.4.pc"
-if [ -f "$pc" ] && grep -q "^Version: $VERSION" "$pc"; then
+stamp="$PREFIX/share/rrfp-starpu-patches"
+patches=$(cd "$here/patches" && sha256sum starpu-"$VERSION"-*.patch)
+if [ -f "$pc" ] && grep -q "^Version: $VERSION" "$pc" && [ "$(cat "$stamp" 2>/dev/null)" = "$patches" ]; then
   echo "build-starpu: StarPU $VERSION already in $PREFIX"
   exit 0
 fi
@@ -31,6 +34,10 @@ tar xzf starpu_"$VERSION"+dfsg.orig.tar.gz
 cd starpu-"$VERSION"+dfsg
 # CUDA 13 removed cudaDeviceProp::computeMode; harmless without CUDA.
 patch -p1 -s <"$here/patches/starpu-1.4.10-cuda13-computemode.patch"
+# heteroprio with tasks pinned to one worker (task->workerids, as ours are):
+# a worker stopped at the first bucket task it could not run (a hang) and a
+# failed steal decremented a counter (an assertion at deinit). docs/runtime.md.
+patch -p1 -s <"$here/patches/starpu-1.4.10-heteroprio-restricted-tasks.patch"
 cuda=()
 if command -v nvcc >/dev/null 2>&1; then
   cuda=(--with-cuda-dir="$(dirname "$(dirname "$(command -v nvcc)")")")
@@ -49,4 +56,5 @@ make -s -j"$(nproc)" >make.log 2>&1 || { tail -40 make.log; exit 1; }
 # reports, which tests/tsan.supp matches (and in debuggers).
 $SUDO make -s install >install.log 2>&1 || { tail -20 install.log; exit 1; }
 grep -q "^Version: $VERSION" "$pc"
+echo "$patches" | $SUDO tee "$stamp" >/dev/null
 echo "build-starpu: StarPU $VERSION installed in $PREFIX ($(du -sh "$PREFIX" | cut -f1))"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # StarPU's own tools on our graphs: an FxT trace of `rrfp bench` converted
 # by starpu_fxt_tool into a Paje trace that names our codelets, and the
-# model-driven policies (dmda, dmdas) running bench and train to the
+# model-driven policies (dmda, dmdas, heteroprio) running bench and train to the
 # plain loop's losses. Usage: starpu_tools_check.sh RRFP STARPU_BIN_DIR
 set -eu
 rrfp=$1 bin=$2
@@ -16,7 +16,7 @@ trace=$(ls "$dir"/prof_file_* | head -1)
 grep -q rrfp_F "$dir/paje.trace" || { echo "FAIL: paje.trace does not name rrfp_F"; exit 1; }
 echo "OK: FxT trace $(wc -c <"$trace") bytes -> paje.trace $(wc -c <"$dir/paje.trace") bytes"
 want=$("$rrfp" train --stages 2 --microbatches 4 --hint zb-h1 --steps 3 --deterministic --executor plain | tail -1 | sed 's/.*final loss //')
-for p in dmda dmdas; do
+for p in dmda dmdas heteroprio; do
   STARPU_SCHED=$p "$rrfp" bench --hint zb-h1 --stages 2 --microbatches 8 | grep -q "messages: 16 checked" ||
     { echo "FAIL: $p bench"; exit 1; }
   got=$(STARPU_SCHED=$p STARPU_CALIBRATE=1 "$rrfp" train --stages 2 --microbatches 4 --hint zb-h1 --steps 3 --deterministic | tail -1)
