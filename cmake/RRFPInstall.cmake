@@ -10,6 +10,7 @@ set(RRFP_PUBLIC_HEADERS_core
   sched/arbiter.hpp
   sim/compare.hpp sim/formulas.hpp sim/scenario.hpp sim/sim_timeline.hpp sim/simulator.hpp sim/sweep.hpp
   codelets/cost_model.hpp
+  comm/edge_order.hpp
   plot/timeline.hpp)
 set(RRFP_PUBLIC_HEADERS_plot plot/render.hpp plot/line_chart.hpp)
 set(RRFP_PUBLIC_HEADERS_runtime

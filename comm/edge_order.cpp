@@ -1,0 +1,44 @@
+#include "comm/edge_order.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace rrfp {
+
+int EdgeIndex::edge(int src, int dst) {
+  if (src < 0 || dst < 0 || src >= ranks_ || dst >= ranks_ || src == dst)
+    throw std::logic_error(fmt::format("EdgeIndex: no edge {} -> {} among {} ranks", src, dst, ranks_));
+  int& e = id_[static_cast<size_t>(src) * ranks_ + dst];
+  if (e < 0) {
+    e = size();
+    pairs_.emplace_back(src, dst);
+  }
+  return e;
+}
+
+std::int64_t EdgeSendOrder::next(std::int64_t) { return next_++; }
+
+void EdgeRecvOrder::announce(std::int64_t seq, std::int64_t msg) {
+  if (seq < issued_) throw std::logic_error(fmt::format("EdgeRecvOrder: send {} announced after it was received", seq));
+  for (const auto& p : pending_)
+    if (p.first == seq)
+      throw std::logic_error(fmt::format("EdgeRecvOrder: send {} announced twice (messages {} and {})", seq, p.second, msg));
+  pending_.emplace_back(seq, msg);
+  std::push_heap(pending_.begin(), pending_.end(), std::greater<>());
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> EdgeRecvOrder::releasable() {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  while (!pending_.empty() && pending_.front().first == issued_) {
+    std::pop_heap(pending_.begin(), pending_.end(), std::greater<>());
+    out.push_back(pending_.back());
+    pending_.pop_back();
+    ++issued_;
+  }
+  return out;
+}
+
+}  // namespace rrfp
