@@ -10,5 +10,6 @@ void add_bench_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_sim_command(CLI::App& app);
+void add_topo_command(CLI::App& app);
 
 }  // namespace rrfp::cli
