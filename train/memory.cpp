@@ -2,9 +2,22 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <torch/version.h>
+
+#include <cstring>
 
 #include <mutex>
 #include <unordered_map>
+
+// LibTorch 2.2 made Allocator::allocate non-const and added copy_data;
+// Debian's LibTorch is 1.13, the CUDA build's PyPI torch 2.11.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+#define RRFP_ALLOCATE_CONST
+#define RRFP_HAS_COPY_DATA 1
+#else
+#define RRFP_ALLOCATE_CONST const
+#define RRFP_HAS_COPY_DATA 0
+#endif
 
 namespace rrfp::train {
 
@@ -23,7 +36,7 @@ class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) { base_deleter_ = base->raw_deleter(); }
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) RRFP_ALLOCATE_CONST override {
     c10::DataPtr dp = base_->allocate(n);
     if (!t_charge || dp.get() == nullptr || dp.get() != dp.get_context() ||
         dp.get_deleter() != base_deleter_)
@@ -37,6 +50,9 @@ class CountingAllocator final : public c10::Allocator {
     return c10::DataPtr(p, p, &CountingAllocator::free_charged, c10::Device(c10::DeviceType::CPU));
   }
   c10::DeleterFnPtr raw_deleter() const override { return base_deleter_; }
+#if RRFP_HAS_COPY_DATA
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+#endif
 
   static void free_charged(void* p) {
     Entry e;
