@@ -8,7 +8,6 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "codelets/splitmix.hpp"
 #include "hints/generators.hpp"
 #include "runtime/fault_hook.hpp"
 #include "mpi/mpi_session.hpp"
@@ -331,13 +330,7 @@ struct Trainer::Impl {
     };
     eo.worker_init = warm_worker;
     eo.inflight_slack = o.inflight_slack;
-    if (o.link_ms > 0)
-      eo.link_delay_s = [this, step](int task, int k) {
-        const std::uint64_t key = (o.seed * 0x1000003ULL + static_cast<std::uint64_t>(step)) * 0x100000001b3ULL +
-                                  static_cast<std::uint64_t>(task) * 8 + static_cast<std::uint64_t>(k);
-        const double u = static_cast<double>(splitmix64(key) >> 11) * 0x1.0p-53;
-        return o.link_ms * (1 + o.link_jitter * (2 * u - 1)) * 1e-3;
-      };
+    eo.link_delay_s = link_delays(o, step);
     std::int64_t elems = 1;
     for (auto x : msg_shape) elems *= x;
     eo.message_bytes = static_cast<std::size_t>(elems) * sizeof(float);

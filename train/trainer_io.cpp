@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "codelets/splitmix.hpp"
+
 namespace rrfp::train {
 
 void check_options(const TrainOptions& o) {
@@ -39,6 +41,17 @@ void check_options(const TrainOptions& o) {
     throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", o.link_jitter));
   if (o.link_ms > 0 && o.executor != "starpu")
     throw SpecError("--link-ms needs the StarPU executor (the delay is a link task)");
+}
+
+std::function<double(int, int)> link_delays(const TrainOptions& o, int step) {
+  if (!(o.link_ms > 0)) return {};
+  const double ms = o.link_ms, jitter = o.link_jitter;
+  const std::uint64_t base = (o.seed * 0x1000003ULL + static_cast<std::uint64_t>(step)) * 0x100000001b3ULL;
+  return [ms, jitter, base](int task, int k) {
+    const std::uint64_t key = base + static_cast<std::uint64_t>(task) * 8 + static_cast<std::uint64_t>(k);
+    const double u = static_cast<double>(splitmix64(key) >> 11) * 0x1.0p-53;
+    return ms * (1 + jitter * (2 * u - 1)) * 1e-3;
+  };
 }
 
 nlohmann::json gpt_json(const GptConfig& c) {

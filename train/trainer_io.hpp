@@ -3,6 +3,8 @@
 // checkpoint records, and the --json report.
 #pragma once
 
+#include <functional>
+
 #include <torch/torch.h>
 
 #include <string>
@@ -23,6 +25,9 @@ void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, c
 // The run's identity: a checkpoint is refused unless these agree (`b`: sequences per microbatch).
 nlohmann::json identity(const TrainOptions& o, int model_stages, int b);
 void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where);
+// The emulated link of step `step` (TrainOptions::link_ms): a delay per
+// (task, input) drawn from the seed, the same on every rank; empty when off.
+std::function<double(int task, int k)> link_delays(const TrainOptions& o, int step);
 // The --json report of a finished run.
 void write_train_json(const std::string& path, const TrainOptions& o, const TrainResult& res, int b);
 
