@@ -10,7 +10,8 @@
 namespace {
 
 nlohmann::json topo(const std::string& env, int devices) {
-  const std::string path = testing::TempDir() + "topo.json";
+  // One file per test: CTest runs them in parallel.
+  const std::string path = testing::TempDir() + "topo_" + testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
   const CliResult r = run_cli("topo --devices " + std::to_string(devices) + " --json " + path, env);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("StarPU workers"), std::string::npos) << r.out;
