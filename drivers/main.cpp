@@ -19,8 +19,7 @@ int main(int argc, char** argv) {
   rrfp::cli::add_plot_command(app);
   rrfp::cli::add_sim_command(app);
   rrfp::cli::add_topo_command(app);
-  const bool ranks = rrfp::cli::launched_under_mpi();
-  if (ranks) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
+  if (rrfp::cli::launched_under_mpi()) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

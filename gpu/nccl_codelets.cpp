@@ -18,16 +18,15 @@ void check(NcclCall* c, ncclResult_t r, const char* what) {
   if (r != ncclSuccess && c->error.empty()) c->error = fmt::format("{}: {}", what, ncclGetErrorString(r));
 }
 
-void send_cuda(void** buffers, void* arg) {
+// One ncclSend (Send) or ncclRecv on the worker's stream.
+template <bool Send>
+void p2p_cuda(void** buffers, void* arg) {
   auto* c = static_cast<NcclCall*>(arg);
-  check(c, ncclSend(ptr_of(buffers[0]), bytes_of(buffers[0]), ncclChar, c->peer, c->comm, starpu_cuda_get_local_stream()),
-        "ncclSend");
-}
-
-void recv_cuda(void** buffers, void* arg) {
-  auto* c = static_cast<NcclCall*>(arg);
-  check(c, ncclRecv(ptr_of(buffers[0]), bytes_of(buffers[0]), ncclChar, c->peer, c->comm, starpu_cuda_get_local_stream()),
-        "ncclRecv");
+  void* p = ptr_of(buffers[0]);
+  const std::size_t n = bytes_of(buffers[0]);
+  cudaStream_t s = starpu_cuda_get_local_stream();
+  if constexpr (Send) check(c, ncclSend(p, n, ncclChar, c->peer, c->comm, s), "ncclSend");
+  else check(c, ncclRecv(p, n, ncclChar, c->peer, c->comm, s), "ncclRecv");
 }
 
 void sendrecv_cuda(void** buffers, void* arg) {
@@ -61,11 +60,11 @@ starpu_codelet make(const char* name, starpu_cuda_func_t f, int nbuffers, starpu
 }  // namespace
 
 starpu_codelet* nccl_send_codelet() {
-  static starpu_codelet cl = make("rrfp_nccl_send", send_cuda, 1, STARPU_R, STARPU_NONE);
+  static starpu_codelet cl = make("rrfp_nccl_send", p2p_cuda<true>, 1, STARPU_R, STARPU_NONE);
   return &cl;
 }
 starpu_codelet* nccl_recv_codelet() {
-  static starpu_codelet cl = make("rrfp_nccl_recv", recv_cuda, 1, STARPU_W, STARPU_NONE);
+  static starpu_codelet cl = make("rrfp_nccl_recv", p2p_cuda<false>, 1, STARPU_W, STARPU_NONE);
   return &cl;
 }
 starpu_codelet* nccl_sendrecv_codelet() {

@@ -52,6 +52,7 @@ void release_on_a_worker(starpu_task* link) {
 // when a message never comes.
 struct ArrivalArg {
   RunState* run = nullptr;
+  int handle = -1;  // the message it receives from another rank; -1: none
   std::atomic<bool> fired{false};
 };
 
@@ -75,7 +76,6 @@ struct Submission {
   std::vector<LinkArg> link_args;
   std::vector<EpilogueArg> epi_args;
   std::unique_ptr<ArrivalArg[]> arrival_args;  // per node
-  std::vector<int> remote_input;                // per node: the handle it receives from another rank, or -1
   std::vector<starpu_task*> tasks;  // member tasks, then links, then epilogues; null: not run here
   std::vector<WorkerPlacement> place;  // per slot (entries of other ranks unused)
 };
@@ -249,7 +249,6 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   sub->epi_args.resize(epis);
   sub->tasks.assign(plan.nodes(), nullptr);
   sub->arrival_args = std::make_unique<ArrivalArg[]>(plan.nodes());
-  sub->remote_input.assign(plan.nodes(), -1);
   int expected_remote = 0;
   // Builds node `node` (a task here, or the transport's sends for it) and submits it.
   auto submit = [&](int node, starpu_codelet* cl, void* arg, int priority, unsigned order) {
@@ -277,7 +276,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
         if (a.mode == Access::R && rank_of_handle(a.handle) != me &&
             (plan.handles[a.handle].kind == HandleKind::Activation || plan.handles[a.handle].kind == HandleKind::Gradient)) {
           sub->arrival_args[node].run = &run;
-          sub->remote_input[node] = a.handle;
+          sub->arrival_args[node].handle = a.handle;
           t->prologue_callback_func = input_arrived;
           t->prologue_callback_arg = &sub->arrival_args[node];
           ++expected_remote;
@@ -332,7 +331,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     std::string out;
     int listed = 0;
     for (int node = 0; node < plan.nodes() && listed < 8; ++node) {
-      const int h = sub->remote_input[node];
+      const int h = sub->arrival_args[node].handle;
       if (h < 0 || sub->arrival_args[node].fired.load()) continue;
       const HandleSpec& hs = plan.handles[h];
       const std::string who =

@@ -46,7 +46,7 @@ int max_cpu_workers() { return STARPU_MAXCPUS; }
 
 void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const char* who,
                   const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop) {
-  if (ncpus < 1) throw SpecError(fmt::format("at least one device is needed ({} = {})", who, ncpus));
+  if (ncpus < 1) throw SpecError(fmt::format("a run needs at least one device ({} = {})", who, ncpus));
   if (ncpus > max_cpu_workers())
     throw SpecError(fmt::format("{} {} requested but this StarPU has at most {} CPU workers (one per device)", ncpus,
                                 who, max_cpu_workers()));
@@ -76,11 +76,7 @@ void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const c
 
 StarpuSession::StarpuSession(const PolicyChoice& policy, int ncpus, bool profiling)
     : policy_(policy), ncpus_(ncpus), profiling_(profiling) {
-  if (ncpus < 1) throw SpecError("a run needs at least one device");
   if (g_open && kept() && kept().get() != this) kept().reset();  // a direct session replaces the kept one
-  if (ncpus > max_cpu_workers())
-    throw SpecError(fmt::format("{} devices requested but this StarPU has at most {} CPU workers (one per device)", ncpus,
-                                max_cpu_workers()));
   if (g_open.exchange(true)) throw SpecError("a StarPU session is already open in this process");
   try {
     start_starpu(policy, ncpus, profiling, "devices", [](starpu_conf* c) { return starpu_init(c); },

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "hints/generators.hpp"
-#include "runtime/fault_hook.hpp"
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
 #include "plot/timeline.hpp"
@@ -31,23 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// TrainOptions::fail_task (drivers: RRFP_FAIL_TASK, RRFP_FAIL_STEP) makes
-// that task throw, to test that a failing pass stops the run cleanly: the
-// PyTorch cell label (1I0 = B, 1B0 = BW) or kind names (1B0 = B, 1BW0);
-// opt<s> (e.g. opt1) makes stage s's optimizer step throw. It is installed
-// as the executor's task hook only when set.
-struct Fault {
-  std::string task;
-  int step = -1;
-  bool hits(const TaskGraph& g, int id, int step) const {
-    return (this->step < 0 || step == this->step) && task_matches(g, id, task);
-  }
-  bool hits_optimizer(int stage, int step) const {
-    if (task.empty() || (this->step >= 0 && step != this->step)) return false;
-    return task == fmt::format("opt{}", stage);
-  }
-};
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // What a training run checks and writes around its steps: the options, the
 // run's identity that a checkpoint must match, tensors to and from
-// checkpoint records, and the --json report.
+// checkpoint records, the tests' injected faults, the emulated link, and
+// the --json report.
 #pragma once
 
 #include <functional>
@@ -9,8 +10,10 @@
 
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/fault_hook.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
@@ -25,6 +28,23 @@ void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, c
 // The run's identity: a checkpoint is refused unless these agree (`b`: sequences per microbatch).
 nlohmann::json identity(const TrainOptions& o, int model_stages, int b);
 void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where);
+// TrainOptions::fail_task (drivers: RRFP_FAIL_TASK, RRFP_FAIL_STEP) makes
+// that task throw, to test that a failing pass stops the run cleanly: the
+// PyTorch cell label (1I0 = B, 1B0 = BW) or kind names (1B0 = B, 1BW0);
+// opt<s> (e.g. opt1) makes stage s's optimizer step throw. It is installed
+// as the executor's task hook only when set.
+struct Fault {
+  std::string task;
+  int step = -1;
+  bool hits(const TaskGraph& g, int id, int step) const {
+    return (this->step < 0 || step == this->step) && task_matches(g, id, task);
+  }
+  bool hits_optimizer(int stage, int step) const {
+    if (task.empty() || (this->step >= 0 && step != this->step)) return false;
+    return task == fmt::format("opt{}", stage);
+  }
+};
+
 // The emulated link of step `step` (TrainOptions::link_ms): a delay per
 // (task, input) drawn from the seed, the same on every rank; empty when off.
 std::function<double(int task, int k)> link_delays(const TrainOptions& o, int step);
