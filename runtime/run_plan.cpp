@@ -6,6 +6,16 @@
 
 namespace rrfp {
 
+namespace {
+
+Mode arbiter_mode(PolicyChoice::Kind k) {
+  if (k == PolicyChoice::Kind::RrfpFixed) return Mode::Strict;
+  if (k == PolicyChoice::Kind::RrfpWait) return Mode::BoundedWait;
+  return Mode::ReadinessFirst;
+}
+
+}  // namespace
+
 RunPlan plan_run(const Hint& hint, const ExecOptions& opt, std::vector<unsigned char> local) {
   const int T = opt.tensor_parallel;
   if (hint.spec().microbatches < 1) throw SpecError("a run needs at least one microbatch");
@@ -27,8 +37,7 @@ RunPlan plan_run(const Hint& hint, const ExecOptions& opt, std::vector<unsigned 
   }
   if (p.choice.uses_arbiter())
     p.arb = std::make_unique<Arbiter>(
-        hint, ArbiterOptions{p.choice.kind == PolicyChoice::Kind::Rrfp ? Mode::ReadinessFirst : Mode::Strict, p.slack,
-                             opt.inflight_cap, std::move(local)});
+        hint, ArbiterOptions{arbiter_mode(p.choice.kind), p.slack, opt.inflight_cap, std::move(local), opt.wait_ratio});
   return p;
 }
 

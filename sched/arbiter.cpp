@@ -1,6 +1,7 @@
 #include "sched/arbiter.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include <fmt/format.h>
@@ -10,13 +11,25 @@ namespace rrfp {
 Mode parse_mode(const std::string& policy) {
   if (policy == "rrfp") return Mode::ReadinessFirst;
   if (policy == "rrfp-fixed") return Mode::Strict;
-  throw SpecError(fmt::format("unknown arbitration mode '{}' (rrfp or rrfp-fixed)", policy));
+  if (policy == "rrfp-wait") return Mode::BoundedWait;
+  throw SpecError(fmt::format("unknown arbitration mode '{}' (rrfp, rrfp-wait or rrfp-fixed)", policy));
+}
+
+const char* mode_policy_name(Mode m) {
+  switch (m) {
+    case Mode::ReadinessFirst: return "rrfp";
+    case Mode::Strict: return "rrfp-fixed";
+    case Mode::BoundedWait: return "rrfp-wait";
+  }
+  return "?";
 }
 
 Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt) : hint_(hint), opt_(std::move(opt)) {
   const TaskGraph& g = *hint_.graph;
   const int D = hint_.devices();
   if (opt_.inflight_slack < 0) throw SpecError("in-flight slack must not be negative");
+  if (!(opt_.wait_ratio >= 0) || std::isinf(opt_.wait_ratio))
+    throw SpecError(fmt::format("the bounded-wait ratio must be a finite number >= 0 (got {})", opt_.wait_ratio));
   if (opt_.cap.empty()) {
     cap_ = hint_.peak_inflight();
     for (int& c : cap_) c += opt_.inflight_slack;
@@ -36,6 +49,11 @@ Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt) : hint_(hint), opt_(std::
   ready_.assign(g.size(), 0);
   started_.assign(g.size(), 0);
   finished_.assign(g.size(), 0);
+  if (opt_.mode == Mode::BoundedWait) {
+    start_t_.assign(g.size(), -1);
+    finish_t_.assign(g.size(), -1);
+    pass_mean_.assign(static_cast<size_t>(g.spec().stages) * kNumKinds, {});
+  }
   if (!opt_.local.empty() && static_cast<int>(opt_.local.size()) != D)
     throw SpecError("the local-device mask must cover every device");
   remaining_ = 0;
@@ -50,25 +68,42 @@ int Arbiter::started_before(const Device& dev, int fwd_index) const {
 
 bool Arbiter::forward_allowed(const Device& dev, int device, int task) const {
   int reserve = 0;
-  if (opt_.mode == Mode::ReadinessFirst) {
+  if (opt_.mode != Mode::Strict) {
     int idx = fwd_index_[task];
     reserve = idx - started_before(dev, idx);
   }
   return dev.inflight + reserve + 1 <= cap_[device];
 }
 
-void Arbiter::on_ready(int task) {
+void Arbiter::on_ready(int task, double now) {
   ready_[task] = 1;
   if (opt_.mode == Mode::Strict) return;
   const Task& t = hint_.graph->task(task);
+  if (opt_.mode == Mode::BoundedWait) observe_arrival(t, task, now);
+  push_ready(t, task);
+}
+
+// How long the last input took to arrive, when it came from another device
+// whose finish this process saw (not another rank's task).
+void Arbiter::observe_arrival(const Task& t, int task, double now) {
+  int last = -1;
+  for (int p : hint_.graph->preds(task)) {
+    if (!finished_[p]) return;
+    if (last < 0 || finish_t_[p] > finish_t_[last]) last = p;
+  }
+  if (last >= 0 && hint_.graph->task(last).device != t.device) input_delay_.add(std::max(0.0, now - finish_t_[last]));
+}
+
+void Arbiter::push_ready(const Task& t, int task) {
   Device& dev = dev_[t.device];
   auto& heap = t.kind == Kind::F ? dev.fwd : dev.other;
   heap.push_back({hint_.rank[task], task});
   std::push_heap(heap.begin(), heap.end(), std::greater<Entry>());
 }
 
-void Arbiter::start(Device& dev, int task) {
+void Arbiter::start(Device& dev, int task, double now) {
   started_[task] = 1;
+  if (!start_t_.empty()) start_t_[task] = now;
   ++running_;
   if (hint_.graph->task(task).kind == Kind::F) {
     dev.peak = std::max(dev.peak, ++dev.inflight);
@@ -76,7 +111,16 @@ void Arbiter::start(Device& dev, int task) {
   }
 }
 
-int Arbiter::take(int device) {
+int Arbiter::peek(const Device& dev, int device, bool* use_fwd) const {
+  const bool fwd_ok = !dev.fwd.empty() && forward_allowed(dev, device, dev.fwd.front().task);
+  if (fwd_ok && !dev.other.empty()) *use_fwd = dev.fwd.front().rank < dev.other.front().rank;
+  else if (fwd_ok) *use_fwd = true;
+  else if (!dev.other.empty()) *use_fwd = false;
+  else return -1;
+  return (*use_fwd ? dev.fwd : dev.other).front().task;
+}
+
+int Arbiter::take(int device, double now) {
   Device& dev = dev_[device];
   const auto& order = hint_.order[device];
   if (opt_.mode == Mode::Strict) {
@@ -85,26 +129,93 @@ int Arbiter::take(int device) {
     if (!ready_[task]) return -1;
     if (hint_.graph->task(task).kind == Kind::F && !forward_allowed(dev, device, task)) return -1;
     ++dev.next;
-    start(dev, task);
+    start(dev, task, now);
     return task;
   }
-  bool fwd_ok = !dev.fwd.empty() && forward_allowed(dev, device, dev.fwd.front().task);
-  bool use_fwd;
-  if (fwd_ok && !dev.other.empty()) use_fwd = dev.fwd.front().rank < dev.other.front().rank;
-  else if (fwd_ok) use_fwd = true;
-  else if (!dev.other.empty()) use_fwd = false;
-  else return -1;
+  dev.wake = -1;
+  bool use_fwd = false;
+  if (peek(dev, device, &use_fwd) < 0) return -1;
+  if (opt_.mode == Mode::BoundedWait && should_wait(dev, device, peek(dev, device, &use_fwd), now)) return -1;
   auto& heap = use_fwd ? dev.fwd : dev.other;
   std::pop_heap(heap.begin(), heap.end(), std::greater<Entry>());
   int task = heap.back().task;
   heap.pop_back();
-  start(dev, task);
+  start(dev, task, now);
   return task;
 }
 
-void Arbiter::on_finish(int task) {
+double Arbiter::expected(int task) const {
+  const Task& t = hint_.graph->task(task);
+  return pass_mean_[static_cast<size_t>(t.stage) * kNumKinds + static_cast<int>(t.kind)].get();
+}
+
+// When all inputs of `task` will be here, from the start times of the
+// predecessors still running and the mean durations seen so far; -1 when a
+// predecessor has not started (or runs on another rank): its start is not
+// predictable, and waiting for it could wait for ourselves.
+double Arbiter::predicted_ready(int task, double now) const {
+  const TaskGraph& g = *hint_.graph;
+  const int d = g.task(task).device;
+  const double delay = std::max(0.0, input_delay_.get());
+  double r = now;
+  for (int p : g.preds(task)) {
+    const double hop = g.task(p).device != d ? delay : 0.0;
+    if (finished_[p]) {
+      r = std::max(r, finish_t_[p] + hop);
+      continue;
+    }
+    if (!started_[p] || start_t_[p] < 0) return -1;
+    const double e = expected(p);
+    if (e < 0) return -1;
+    r = std::max(r, start_t_[p] + e + hop);
+  }
+  return r;
+}
+
+// The rule: the device idles instead of starting `alt` when the hint's
+// preferred task (its first unstarted one) is predicted to be ready within
+// wait_ratio x alt's expected duration, and for at most that long; then it
+// gives up on that task for good. One decision looks at the preferred
+// task's predecessors only: O(in-degree), plus the amortised advance of
+// `pref` along the order.
+bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
+  const auto& order = hint_.order[device];
+  while (dev.pref < order.size() && started_[order[dev.pref]]) ++dev.pref;
+  if (dev.pref >= order.size()) return false;
+  const int p = order[dev.pref];
+  if (p == alt || ready_[p] || p == dev.gave_up) return false;
+  if (dev.waiting_for == p) {
+    if (now < dev.deadline) {
+      dev.wake = dev.deadline;
+      return true;
+    }
+    dev.gave_up = p;
+    dev.waiting_for = -1;
+    return false;
+  }
+  // A forward the cap would hold back anyway is not worth waiting for.
+  if (hint_.graph->task(p).kind == Kind::F && !forward_allowed(dev, device, p)) return false;
+  // A W is the filler split-backward hints defer into gaps: it holds no
+  // memory, releases nobody, and idling instead of running it measured worse
+  // on every split-backward hint of the grid (perf/RESULTS.md, issue 16).
+  if (hint_.graph->task(alt).kind == Kind::W) return false;
+  const double a = expected(alt), r = predicted_ready(p, now);
+  if (a <= 0 || r < 0) return false;
+  const double budget = opt_.wait_ratio * a;
+  if (r - now >= budget) return false;
+  dev.waiting_for = p;
+  dev.deadline = dev.wake = now + budget;
+  ++waits_;
+  return true;
+}
+
+void Arbiter::on_finish(int task, double now) {
   const Task& t = hint_.graph->task(task);
   finished_[task] = 1;
+  if (opt_.mode == Mode::BoundedWait) {
+    finish_t_[task] = now;
+    if (start_t_[task] >= 0) pass_mean_[static_cast<size_t>(t.stage) * kNumKinds + static_cast<int>(t.kind)].add(now - start_t_[task]);
+  }
   if (is_backward(t.kind)) --dev_[t.device].inflight;
   --running_;
   --remaining_;
@@ -112,7 +223,7 @@ void Arbiter::on_finish(int task) {
 
 int Arbiter::ready_count(int device) const {
   const Device& dev = dev_[device];
-  if (opt_.mode == Mode::ReadinessFirst) return static_cast<int>(dev.fwd.size() + dev.other.size());
+  if (opt_.mode != Mode::Strict) return static_cast<int>(dev.fwd.size() + dev.other.size());
   return dev.next < hint_.order[device].size() && ready_[hint_.order[device][dev.next]] ? 1 : 0;
 }
 
@@ -159,6 +270,7 @@ std::string Arbiter::describe() const {
       s += fmt::format(", {} ready", dev.fwd.size() + dev.other.size());
       if (!dev.fwd.empty() && !forward_allowed(dev, d, dev.fwd.front().task))
         s += fmt::format(", forward {} held back by the in-flight cap", g.label(dev.fwd.front().task));
+      if (dev.wake >= 0 && dev.waiting_for >= 0) s += fmt::format(", waiting for {}", g.label(dev.waiting_for));
     }
     s += "\n";
   }

@@ -6,6 +6,11 @@
 //   ReadinessFirst: the ready task of best (smallest) hint rank.
 //   Strict:         only the next task of the device's order; idle until
 //                   that one is ready.
+//   BoundedWait:    ReadinessFirst, except that a device may stay idle for
+//                   a bounded time when the hint's preferred task (its next
+//                   unstarted one) is predicted to be ready well before the
+//                   ready alternative would finish (docs/runtime.md,
+//                   "Bounded-wait arbitration"). Needs the clock: pass `now`.
 // Memory bound: a forward starts only while the device's in-flight count
 // (forwards started whose backward is not done) stays below its cap. Under
 // ReadinessFirst a forward also leaves room for the forwards the hint places
@@ -21,7 +26,7 @@
 
 namespace rrfp {
 
-enum class Mode { ReadinessFirst, Strict };
+enum class Mode { ReadinessFirst, Strict, BoundedWait };
 
 struct ArbiterOptions {
   Mode mode = Mode::ReadinessFirst;
@@ -30,16 +35,27 @@ struct ArbiterOptions {
   // Per device: 1 when this process runs its tasks (multi-rank runs, where
   // each rank arbitrates only its own devices); empty = every device.
   std::vector<unsigned char> local{};
+  // BoundedWait: wait for the preferred task only when its predicted
+  // arrival is less than wait_ratio x the alternative's expected duration
+  // away, and never longer than that.
+  double wait_ratio = 0.25;
 };
 
 class Arbiter {
  public:
   Arbiter(const Hint& hint, ArbiterOptions opt);
 
-  void on_ready(int task);
+  // `now` (seconds, any origin, non-decreasing) is read only by BoundedWait,
+  // which learns pass durations and input delays from these calls.
+  void on_ready(int task, double now = 0);
   // A task for `device` to run now, or -1. The task counts as started.
-  int take(int device);
-  void on_finish(int task);
+  int take(int device, double now = 0);
+  void on_finish(int task, double now = 0);
+  // After take() returned -1 under BoundedWait: the time at which the device
+  // stops waiting for its preferred task and must ask again (it may ask
+  // earlier, e.g. when a task becomes ready); -1 when it is not waiting.
+  double wake_at(int device) const { return dev_[device].wake; }
+  long waits() const { return waits_; }  // wait decisions taken (BoundedWait)
 
   const Hint& hint() const { return hint_; }
   Mode mode() const { return opt_.mode; }
@@ -67,9 +83,26 @@ class Arbiter {
     int inflight = 0, peak = 0;
     std::vector<int> fenwick;       // forwards started, by forward index
     int nfwd = 0;
+    // BoundedWait: the preferred task is order[pref] (first not started).
+    size_t pref = 0;
+    int waiting_for = -1, gave_up = -1;
+    double deadline = -1, wake = -1;
   };
+  struct Mean {
+    double sum = 0;
+    int n = 0;
+    void add(double x) { sum += x, ++n; }
+    double get() const { return n ? sum / n : -1; }
+  };
+  // BoundedWait.
+  bool should_wait(Device& dev, int device, int alternative, double now);
+  double predicted_ready(int task, double now) const;  // -1: cannot tell
+  double expected(int task) const;                     // -1: no estimate yet
+  int peek(const Device& dev, int device, bool* use_fwd) const;
   bool forward_allowed(const Device& dev, int device, int task) const;
-  void start(Device& dev, int task);
+  void start(Device& dev, int task, double now);
+  void push_ready(const Task& t, int task);
+  void observe_arrival(const Task& t, int task, double now);
   int started_before(const Device& dev, int fwd_index) const;
 
   const Hint& hint_;
@@ -79,8 +112,14 @@ class Arbiter {
   std::vector<int> fwd_index_;  // per task: index among its device's forwards in hint order
   std::vector<unsigned char> ready_, started_, finished_;
   int running_ = 0, remaining_ = 0;
+  // BoundedWait's clock readings and running estimates.
+  std::vector<double> start_t_, finish_t_;
+  std::vector<Mean> pass_mean_;  // per (stage, kind)
+  Mean input_delay_;             // cross-device: last input's finish to ready
+  long waits_ = 0;
 };
 
-Mode parse_mode(const std::string& policy);  // "rrfp" | "rrfp-fixed"
+Mode parse_mode(const std::string& policy);  // "rrfp" | "rrfp-fixed" | "rrfp-wait"
+const char* mode_policy_name(Mode m);         // the inverse
 
 }  // namespace rrfp

@@ -52,7 +52,7 @@ bool is_builtin(const std::string& name) {
 }  // namespace
 
 std::vector<std::string> known_policies() {
-  std::vector<std::string> out = {"rrfp", "rrfp-fixed", "static-order"};
+  std::vector<std::string> out = {"rrfp", "rrfp-wait", "rrfp-fixed", "static-order"};
   for (starpu_sched_policy** p = starpu_sched_get_predefined_policies(); *p; ++p)
     if ((*p)->policy_name) out.push_back((*p)->policy_name);
   return out;
@@ -90,6 +90,9 @@ PolicyChoice resolve_policy(const std::string& requested) {
   } else if (name == "rrfp-fixed") {
     c.kind = PolicyChoice::Kind::RrfpFixed;
     c.policy = rrfp_fixed_policy();
+  } else if (name == "rrfp-wait") {
+    c.kind = PolicyChoice::Kind::RrfpWait;
+    c.policy = rrfp_wait_policy();
   } else if (name == "static-order") {
     // Tasks are pinned and ordered, so they bypass the policy; eager only
     // has to exist.

@@ -11,12 +11,12 @@
 namespace rrfp {
 
 struct PolicyChoice {
-  enum class Kind { Rrfp, RrfpFixed, StaticOrder, Builtin, Plugin };
+  enum class Kind { Rrfp, RrfpFixed, RrfpWait, StaticOrder, Builtin, Plugin };
   Kind kind = Kind::Rrfp;
   std::string name;                        // as reported ("rrfp", "prio", the plug-in's name)
   starpu_sched_policy* policy = nullptr;   // ours or the plug-in's; null for built-ins
   std::string builtin;                     // StarPU name for Builtin and StaticOrder
-  bool uses_arbiter() const { return kind == Kind::Rrfp || kind == Kind::RrfpFixed; }
+  bool uses_arbiter() const { return kind == Kind::Rrfp || kind == Kind::RrfpFixed || kind == Kind::RrfpWait; }
 };
 
 // `requested` wins; "" reads STARPU_SCHED; unset means "rrfp".

@@ -20,6 +20,7 @@ struct State {
   explicit State(Mode md) : mode(md) {
     for (auto& d : slot_of_worker) d.store(-1);
     for (auto& x : maybe) x.store(0);
+    for (auto& x : wake_us) x.store(0);
   }
   const Mode mode;  // the policy's own: rrfp is ReadinessFirst, rrfp-fixed Strict
   std::mutex m;
@@ -40,9 +41,15 @@ struct State {
   // idle worker must not touch the mutex unless something changed for it.
   std::atomic<int> slot_of_worker[STARPU_NMAXWORKERS];
   std::atomic<int> maybe[kMaxDevices];  // per slot, 1: pop may find a task
+  // rrfp-wait: per slot, when (starpu_timing_now, µs) a waiting device must
+  // ask the arbiter again; 0 when it is not waiting.
+  std::atomic<double> wake_us[kMaxDevices];
   std::atomic<int> foreign_n{0};
   std::atomic<long> events{0};
 };
+
+// The arbiter's clock (rrfp-wait reads it): StarPU's, in seconds.
+inline double now_s() { return starpu_timing_now() * 1e-6; }
 
 State* state_of(unsigned sched_ctx) { return static_cast<State*>(starpu_sched_ctx_get_policy_data(sched_ctx)); }
 
@@ -83,7 +90,7 @@ int push_task(starpu_task* task) {
     const int id = a->id, dev = s.arb->hint().graph->task(id).device, slot = dev * s.tp + a->member;
     s.by_id[a->member * s.n + id] = task;
     s.pending[slot].push_back(a->member * s.n + id);
-    if (!s.drain && a->member == 0) s.arb->on_ready(id);  // followers wait for the leader's decision
+    if (!s.drain && a->member == 0) s.arb->on_ready(id, now_s());  // followers wait for the leader's decision
     s.events.fetch_add(1, std::memory_order_relaxed);
     s.maybe[slot].store(1, std::memory_order_release);
     starpu_push_task_end(task);  // before unlocking: nobody can pop it yet
@@ -118,7 +125,9 @@ int choose(State& s, int slot) {
     q.pop_front();
     return member * s.n + id;
   }
-  int id = s.arb->take(dev);
+  int id = s.arb->take(dev, now_s());
+  // Bounded wait: the idle path looks at the clock and asks again then.
+  s.wake_us[slot].store(id < 0 && s.arb->wake_at(dev) >= 0 ? s.arb->wake_at(dev) * 1e6 : 0, std::memory_order_release);
   if (id >= 0)
     for (int t = 1; t < s.tp; ++t) {
       const int f = dev * s.tp + t;
@@ -134,6 +143,10 @@ starpu_task* pop_task(unsigned sched_ctx) {
   int w = starpu_worker_get_id();
   int slot = w >= 0 && w < STARPU_NMAXWORKERS ? s.slot_of_worker[w].load(std::memory_order_relaxed) : -1;
   bool mine = slot >= 0 && s.maybe[slot].load(std::memory_order_acquire) != 0;
+  if (!mine && slot >= 0) {
+    const double wake = s.wake_us[slot].load(std::memory_order_acquire);
+    mine = wake > 0 && starpu_timing_now() >= wake;
+  }
   if (!mine && s.foreign_n.load(std::memory_order_acquire) == 0) {
     // The cheap idle path. Non-blocking drivers spin here; with more
     // workers than cores a spinning worker would hold a core for a whole
@@ -172,7 +185,7 @@ void post_exec_hook(starpu_task* task, unsigned sched_ctx) {
   std::lock_guard<std::mutex> g(s.m);  // no worker mutex is held here
   const rrfp_graph_task* a = graph_arg(s, task);
   if (!a || a->member != 0) return;  // the arbiter tracks the leader's tasks
-  if (!s.drain) s.arb->on_finish(a->id);
+  if (!s.drain) s.arb->on_finish(a->id, now_s());
   s.events.fetch_add(1, std::memory_order_relaxed);
   // A finished backward frees in-flight room for a forward of this device.
   s.maybe[s.arb->hint().graph->task(a->id).device * s.tp].store(1, std::memory_order_release);
@@ -204,7 +217,8 @@ starpu_sched_policy make_policy(const char* name, const char* desc, void (*init)
 // keeps a copy of the policy struct per context: compare what it points to.
 State* our_state(unsigned sched_ctx) {
   const starpu_sched_policy* p = starpu_sched_ctx_get_sched_policy(sched_ctx);
-  const bool ours = p && (p->init_sched == init_sched<Mode::ReadinessFirst> || p->init_sched == init_sched<Mode::Strict>);
+  const bool ours = p && (p->init_sched == init_sched<Mode::ReadinessFirst> || p->init_sched == init_sched<Mode::Strict> ||
+                          p->init_sched == init_sched<Mode::BoundedWait>);
   return ours ? state_of(sched_ctx) : nullptr;
 }
 
@@ -226,6 +240,13 @@ starpu_sched_policy* rrfp_fixed_policy() {
   return &p;
 }
 
+starpu_sched_policy* rrfp_wait_policy() {
+  static starpu_sched_policy p = make_policy(
+      "rrfp-wait", "readiness-first, waits a bounded time for the hint's preferred task when it is about to be ready",
+      init_sched<Mode::BoundedWait>);
+  return &p;
+}
+
 }  // namespace rrfp
 
 using rrfp::State;
@@ -243,7 +264,8 @@ extern "C" int rrfp_sched_attach(unsigned sched_ctx, const rrfp_sched_config* cf
   std::string why;
   if (s.arb) why = "a run is already attached to this scheduling context";
   else if (!arb) why = "no arbiter";
-  else if (arb->mode() != s.mode) why = "the arbiter's mode is not the policy's (rrfp: readiness-first, rrfp-fixed: strict)";
+  else if (arb->mode() != s.mode)
+    why = "the arbiter's mode is not the policy's (rrfp: readiness-first, rrfp-wait: bounded wait, rrfp-fixed: strict)";
   else if (T < 1 || slots % T != 0) why = "one worker per device and member expected";
   else if (slots > rrfp::kMaxDevices) why = fmt::format("{} slots, at most {} for the rrfp policies", slots, rrfp::kMaxDevices);
   if (!why.empty()) {
@@ -266,6 +288,7 @@ extern "C" int rrfp_sched_attach(unsigned sched_ctx, const rrfp_sched_config* cf
     const int w = s.worker_of_slot[i];
     if (w >= 0 && w < STARPU_NMAXWORKERS) s.slot_of_worker[w].store(i);
     s.maybe[i].store(0);
+    s.wake_us[i].store(0);
   }
   return 0;
 }

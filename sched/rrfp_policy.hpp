@@ -1,5 +1,6 @@
-// StarPU adapters around the arbitration core: the `rrfp` (readiness-first)
-// and `rrfp-fixed` (strict order) scheduling policies. Their state lives on
+// StarPU adapters around the arbitration core: the `rrfp` (readiness-first),
+// `rrfp-wait` (readiness-first with bounded waits for the hint's preferred
+// task) and `rrfp-fixed` (strict order) scheduling policies. Their state lives on
 // the scheduling context (init_sched / deinit_sched); a run's configuration
 // reaches them through the C API of sched/rrfp_sched.h.
 //
@@ -21,5 +22,6 @@ namespace rrfp {
 
 starpu_sched_policy* rrfp_policy();        // "rrfp"
 starpu_sched_policy* rrfp_fixed_policy();  // "rrfp-fixed"
+starpu_sched_policy* rrfp_wait_policy();   // "rrfp-wait" (bounded wait)
 
 }  // namespace rrfp

@@ -9,6 +9,7 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
   SimOptions o;
   o.mode = sc.mode;
   o.inflight_slack = sc.inflight_slack;
+  o.wait_ratio = sc.wait_ratio;
   o.duration = [&d](int id) { return d.task_s[id]; };
   o.comm = sc.comm;
   o.comm.extra = [&g, &d](int from, int to) {
@@ -27,7 +28,7 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
 nlohmann::json scenario_json(const Hint& hint, const Scenario& sc, const ScenarioResult& r) {
   const PipelineSpec& sp = hint.spec();
   const SimResult& s = r.sim;
-  return {{"policy", sc.mode == Mode::Strict ? "rrfp-fixed" : "rrfp"},
+  return {{"policy", mode_policy_name(sc.mode)},
           {"simulated", true},
           {"hint", hint.name},
           {"stages", sp.stages},
@@ -42,6 +43,7 @@ nlohmann::json scenario_json(const Hint& hint, const Scenario& sc, const Scenari
           {"lower_bound_s", r.lb.bound},
           {"makespan_over_lb", r.lb.bound > 0 ? s.makespan / r.lb.bound : 0.0},
           {"bubble_ratio", s.bubble_ratio},
+          {"waits", s.waits},
           {"busy_s", s.busy},
           {"peak_inflight", s.peak_inflight},
           {"inflight_cap", s.inflight_cap},

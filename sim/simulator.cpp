@@ -18,17 +18,26 @@ void CommModel::validate() const {
 namespace {
 
 struct Event {
+  enum Type { Finish, Arrival, Release, Wake };
   double time;
   long long seq;   // FIFO among equal times: deterministic
-  int task;        // task finished, or (arrival) the consumer task
-  bool arrival;
+  int who;         // Finish: the task; Arrival: the consumer task; Release, Wake: the device
+  Type type;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
+
+ArbiterOptions arbiter_options(const SimOptions& o) {
+  ArbiterOptions a;
+  a.mode = o.mode;
+  a.inflight_slack = o.inflight_slack;
+  a.wait_ratio = o.wait_ratio;
+  return a;
+}
 
 class Sim {
  public:
   Sim(const Hint& h, const SimOptions& o)
-      : h_(h), g_(*h.graph), o_(o), arb_(h, {o.mode, o.inflight_slack, {}}) {}
+      : h_(h), g_(*h.graph), o_(o), arb_(h, arbiter_options(o)) {}
 
   SimResult run() {
     if (!o_.duration) throw SpecError("simulator needs a duration function");
@@ -41,12 +50,13 @@ class Sim {
     missing_.resize(n);
     busy_until_.assign(D, 0);
     idle_.assign(D, 1);
+    wake_pending_.assign(D, -1);
     held_act_.assign(D, 0);
     r_.peak_activation_bytes.assign(D, 0);
     link_free_.assign(static_cast<size_t>(D) * D, 0);
     for (int id = 0; id < n; ++id) {
       missing_[id] = g_.preds(id).size();
-      if (missing_[id] == 0) arb_.on_ready(id);
+      if (missing_[id] == 0) arb_.on_ready(id, 0);
     }
     for (int d = 0; d < D; ++d) dispatch(d, 0);
     while (!q_.empty()) {
@@ -55,13 +65,17 @@ class Sim {
       while (!q_.empty() && q_.top().time == t) {
         Event e = q_.top();
         q_.pop();
-        if (e.arrival) arrive(e.task);
-        else if (e.task < 0) release(-1 - e.task);
-        else finish(e.task, t);
+        switch (e.type) {
+          case Event::Finish: finish(e.who, t); break;
+          case Event::Arrival: ready_one(e.who, t); break;
+          case Event::Release: release(e.who); break;
+          case Event::Wake: touch(e.who); break;
+        }
       }
       for (int d : touched_) dispatch(d, t);
     }
     r_.complete = arb_.remaining() == 0;
+    r_.waits = arb_.waits();
     if (!r_.complete) r_.stuck = "the run cannot progress:\n" + arb_.describe();
     else replica_allreduce();
     for (int d = 0; d < D; ++d) {
@@ -80,15 +94,23 @@ class Sim {
   double act_bytes(int stage) const {
     return o_.memory.activation_bytes.empty() ? 1.0 : o_.memory.activation_bytes[stage];
   }
-  void push(double t, int task, bool arrival) { q_.push({t, seq_++, task, arrival}); }
+  void push(double t, int who, Event::Type type) { q_.push({t, seq_++, who, type}); }
   void touch(int d) {
     if (idle_[d] && std::find(touched_.begin(), touched_.end(), d) == touched_.end()) touched_.push_back(d);
   }
 
   void dispatch(int d, double t) {
     if (!idle_[d]) return;
-    int task = arb_.take(d);
-    if (task < 0) return;
+    int task = arb_.take(d, t);
+    if (task < 0) {
+      // Bounded wait: ask again when the device gives up waiting.
+      const double w = arb_.wake_at(d);
+      if (w > t && w != wake_pending_[d]) {
+        wake_pending_[d] = w;
+        push(w, d, Event::Wake);
+      }
+      return;
+    }
     double dur = o_.duration(task);
     if (!(dur >= 0)) throw SpecError(fmt::format("negative duration for task {}", g_.label(task)));
     const Task& k = g_.task(task);
@@ -102,19 +124,19 @@ class Sim {
     r_.busy[d] += dur;
     r_.executed[d].push_back(task);
     busy_until_[d] = t + dur;
-    push(t + dur, task, false);
+    push(t + dur, task, Event::Finish);
   }
 
   void finish(int task, double t) {
     const Task& k = g_.task(task);
     const int d = k.device;
-    arb_.on_finish(task);
+    arb_.on_finish(task, t);
     if (is_backward(k.kind)) held_act_[d] -= act_bytes(k.stage);
     double sender_free = t;
     for (int s : g_.succs(task)) {
       int to = g_.task(s).device;
       if (to == d) {
-        ready_one(s);
+        ready_one(s, t);
         continue;
       }
       const CommModel& c = o_.comm;
@@ -125,28 +147,27 @@ class Sim {
       if (c.serialize_links) link = begin + wire;
       double arrive_at = begin + wire + c.latency_s + extra;
       if (!c.overlap) sender_free = std::max(sender_free, begin + wire);
-      if (arrive_at <= t) ready_one(s);
-      else push(arrive_at, s, true);
+      if (arrive_at <= t) ready_one(s, t);
+      else push(arrive_at, s, Event::Arrival);
     }
     if (sender_free > t) {
       // The sender is busy pushing bytes: it becomes idle later.
       busy_until_[d] = sender_free;
-      push(sender_free, -1 - d, false);
+      push(sender_free, d, Event::Release);
     } else {
       idle_[d] = 1;
       touch(d);
     }
   }
 
-  void arrive(int task) { ready_one(task); }
   void release(int d) {
     idle_[d] = 1;
     touch(d);
   }
 
-  void ready_one(int task) {
+  void ready_one(int task, double t) {
     if (--missing_[task] == 0) {
-      arb_.on_ready(task);
+      arb_.on_ready(task, t);
       touch(g_.task(task).device);
     }
   }
@@ -193,7 +214,7 @@ class Sim {
   long long seq_ = 0;
   std::vector<int> missing_, touched_;
   std::vector<unsigned char> idle_;
-  std::vector<double> busy_until_, held_act_, link_free_;
+  std::vector<double> busy_until_, held_act_, link_free_, wake_pending_;
 };
 
 }  // namespace

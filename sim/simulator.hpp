@@ -40,6 +40,7 @@ struct MemoryModel {
 struct SimOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
+  double wait_ratio = 0.25;  // BoundedWait (ArbiterOptions::wait_ratio)
   std::function<double(int)> duration;  // required
   CommModel comm;
   MemoryModel memory;
@@ -55,6 +56,7 @@ struct SimResult {
   std::vector<int> peak_inflight, inflight_cap;
   std::vector<double> peak_activation_bytes, weight_bytes;  // per device
   std::vector<std::vector<int>> executed;  // per device, in execution order
+  long waits = 0;                    // BoundedWait's wait decisions
 };
 
 SimResult simulate(const Hint& hint, const SimOptions& opt);

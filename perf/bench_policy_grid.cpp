@@ -1,0 +1,156 @@
+// rrfp-fixed vs rrfp vs rrfp-wait over the grid of perf/policy_grid.hpp.
+// For each cell and seed all policies face the same drawn durations, back to
+// back (interleaved); per cell we print the median over seeds of the ratios
+// fixed/policy and the mean of policy/lower bound, then the summary that
+// issue 16 asks for. --backend sim runs the simulator (the shared arbiter),
+// --backend starpu the real runtime (rrfp bench's code path).
+//   bench_policy_grid --backend sim --seeds 20 --first-seed 1000
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "hints/generators.hpp"
+#include "perf/policy_grid.hpp"
+#include "runtime/bench.hpp"
+#include "sim/scenario.hpp"
+
+using namespace rrfp;
+using namespace rrfp::perf;
+
+namespace {
+
+struct Options {
+  std::string backend = "sim";
+  int seeds = 10, first_seed = 1000, stages = 4, microbatches = 16;
+  double unit_ms = 2;
+  std::vector<double> wait_ratios = {0.25};
+  std::vector<std::string> hints, variability;
+  std::vector<int> slacks;
+};
+
+struct Policy {
+  std::string name;  // rrfp-fixed, rrfp, rrfp-wait
+  double ratio = 0.25;
+  std::string label() const { return name == "rrfp-wait" ? fmt::format("wait{}", ratio) : name; }
+};
+
+struct Run {
+  double makespan, lower_bound;
+};
+
+CostOptions cost_of(const Options& o, const GridVariability& v, int seed) {
+  CostOptions c;
+  c.unit_ms = o.unit_ms;
+  c.var = parse_variability(v.spec);
+  c.link_ms = v.link_units * o.unit_ms;
+  c.link_jitter = v.link_jitter;
+  c.seed = static_cast<std::uint64_t>(seed);
+  return c;
+}
+
+Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack, int seed, const Policy& p) {
+  if (o.backend == "sim") {
+    Scenario sc;
+    sc.cost = cost_of(o, v, seed);
+    sc.mode = parse_mode(p.name);
+    sc.inflight_slack = slack;
+    sc.wait_ratio = p.ratio;
+    ScenarioResult r = run_scenario(h, sc);
+    if (!r.sim.complete) throw ExecError(fmt::format("{} did not complete:\n{}", h.name, r.sim.stuck));
+    return {r.sim.makespan, r.lb.bound};
+  }
+  BenchConfig cfg;
+  cfg.cost = cost_of(o, v, seed);
+  cfg.exec.inflight_slack = slack;
+  cfg.exec.policy = p.name;
+  cfg.exec.wait_ratio = p.ratio;
+  BenchReport r = run_bench(h, cfg);
+  return {r.makespan_s, r.lower_bound_s};
+}
+
+template <class T>
+bool selected(const std::vector<T>& filter, const T& x) {
+  return filter.empty() || std::find(filter.begin(), filter.end(), x) != filter.end();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"rrfp-fixed vs rrfp vs rrfp-wait over hints x variability x slack (issue 16)"};
+  app.add_option("--backend", o.backend, "sim (the simulator) or starpu (the runtime)")->check(CLI::IsMember({"sim", "starpu"}));
+  app.add_option("--seeds", o.seeds, "seeds per cell")->check(CLI::PositiveNumber);
+  app.add_option("--first-seed", o.first_seed, "first seed (held-out seeds: not those the rule was tuned on)");
+  app.add_option("--stages", o.stages, "pipeline devices")->check(CLI::PositiveNumber);
+  app.add_option("--microbatches", o.microbatches, "microbatches (a multiple of --stages)")->check(CLI::PositiveNumber);
+  app.add_option("--unit-ms", o.unit_ms, "one cost unit in ms (F=B=W=1)")->check(CLI::PositiveNumber);
+  app.add_option("--wait-ratio", o.wait_ratios, "rrfp-wait ratios to compare (comma-separated)")->delimiter(',');
+  app.add_option("--hints", o.hints, "only these hints")->delimiter(',');
+  app.add_option("--variability", o.variability, "only these variability columns")->delimiter(',');
+  app.add_option("--slacks", o.slacks, "only these slacks")->delimiter(',');
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<Policy> pol = {{"rrfp-fixed"}, {"rrfp"}};
+  for (double r : o.wait_ratios) pol.push_back({"rrfp-wait", r});
+  fmt::print("backend {}, {} stages, {} microbatches, unit {} ms, seeds {}..{}; per cell: median over seeds of "
+             "fixed/policy, mean of policy/LB\n",
+             o.backend, o.stages, o.microbatches, o.unit_ms, o.first_seed, o.first_seed + o.seeds - 1);
+  std::string head = fmt::format("{:<17} {:<14} {:>5}", "hint", "variability", "slack");
+  for (size_t k = 1; k < pol.size(); ++k) head += fmt::format(" {:>13}", "fixed/" + pol[k].label());
+  for (const Policy& p : pol) head += fmt::format(" {:>12}", p.label() + "/LB");
+  fmt::print("{}\n", head);
+
+  const size_t P = pol.size();
+  std::vector<double> worst(P, 1e9), var_sum(P, 0), slack4_lb(P, 0);
+  int var_cells = 0, slack4_cells = 0;
+  try {
+    for (const std::string& hn : grid_hints()) {
+      if (!selected(o.hints, hn)) continue;
+      HintParams hp{o.stages, o.microbatches, hn == "interleaved-1f1b" ? 2 : 0, -1, 0};
+      Hint h = make_hint(hn, hp);
+      for (const GridVariability& v : grid_variability()) {
+        if (!selected(o.variability, v.name)) continue;
+        for (int slack : grid_slacks()) {
+          if (!selected(o.slacks, slack)) continue;
+          std::vector<std::vector<double>> ratio(P);
+          std::vector<double> over_lb(P, 0);
+          for (int seed = o.first_seed; seed < o.first_seed + o.seeds; ++seed) {
+            std::vector<Run> runs;
+            for (const Policy& p : pol) runs.push_back(run_one(o, h, v, slack, seed, p));
+            for (size_t k = 0; k < P; ++k) {
+              ratio[k].push_back(runs[0].makespan / runs[k].makespan);
+              over_lb[k] += runs[k].makespan / runs[k].lower_bound / o.seeds;
+            }
+          }
+          std::string line = fmt::format("{:<17} {:<14} {:>5}", hn, v.name, slack);
+          for (size_t k = 1; k < P; ++k) {
+            const double m = median(ratio[k]);
+            line += fmt::format(" {:>13.3f}", m);
+            worst[k] = std::min(worst[k], m);
+            if (v.name != "none") var_sum[k] += m;
+          }
+          for (size_t k = 0; k < P; ++k) {
+            line += fmt::format(" {:>12.3f}", over_lb[k]);
+            if (slack == 4) slack4_lb[k] += over_lb[k];
+          }
+          if (v.name != "none") ++var_cells;
+          if (slack == 4) ++slack4_cells;
+          fmt::print("{}\n", line);
+          std::fflush(stdout);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_policy_grid: {}\n", e.what());
+    return 1;
+  }
+  fmt::print("\nsummary (goal: worst cell median >= 0.99, mean over variable cells >= 1.15, slack 4 policy/LB <= 1.05)\n");
+  for (size_t k = 1; k < P; ++k)
+    fmt::print("  {:<12} worst cell {:.3f}  mean over {} variable cells {:.3f}  slack-4 mean policy/LB {:.3f}\n",
+               pol[k].label(), worst[k], var_cells, var_cells ? var_sum[k] / var_cells : 0,
+               slack4_cells ? slack4_lb[k] / slack4_cells : 0);
+  return 0;
+}
