@@ -122,6 +122,7 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
                       li >= 0 ? double(me * K + li) : -1.0 - w, double(run.pos[mt])});
     }
   res.inflight_cap = plan.inflight_caps(hint, opt);
+  res.waits = plan.arb ? plan.arb->waits() : 0;
   // Every rank gets the merged run (doubles: five per task), so callers
   // compute the same statistics everywhere and only printing is rank 0's.
   int count = static_cast<int>(mine.size() * 5);

@@ -102,6 +102,7 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
     }
     rep.bubble_ratio += (1 - busy / (D * r.makespan_s)) / cfg.iterations;
     rep.inflight_cap = r.inflight_cap;
+    rep.waits += r.waits;
     rep.last = std::move(r);
     if (comm) {
       comm->sync_logs();
@@ -141,6 +142,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"busy_s", r.busy_s},
           {"peak_inflight", r.peak_inflight},
           {"inflight_cap", r.inflight_cap},
+          {"waits", r.waits},
           {"makespans_s", r.makespans_s},
           {"lower_bounds_s", r.lower_bounds_s},
           {"tensor_parallel", r.tensor_parallel},

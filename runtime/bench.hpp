@@ -42,6 +42,7 @@ struct BenchReport {
   std::vector<double> busy_s;         // per device, mean
   std::vector<int> peak_inflight;     // per device, max over iterations
   std::vector<int> inflight_cap;      // per device
+  long waits = 0;                     // rrfp-wait: bounded waits, over iterations
   ExecResult last;                    // the last iteration, for traces
   int tensor_parallel = 1;
   // Per iteration, group (device) and member: collective ids in the order

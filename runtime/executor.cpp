@@ -89,6 +89,7 @@ ExecResult execute(const Hint& hint, const TaskBody& body, const ExecOptions& op
   for (int d = 0; d < D; ++d) res.order[d] = run.by_worker[res.device_worker[d]];
   for (int slot = 0; slot < D * T; ++slot) res.member_order.push_back(run.by_worker[res.member_worker[slot]]);
   res.inflight_cap = plan.inflight_caps(hint, opt);
+  res.waits = plan.arb ? plan.arb->waits() : 0;
   fill_run_stats(g, res);
   return res;
 }

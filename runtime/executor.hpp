@@ -78,7 +78,8 @@ struct ExecResult {
   std::vector<std::vector<int>> order;      // per device: task ids in execution order
   std::vector<double> prof_start_s, prof_end_s;  // per task from StarPU profiling (profile=true)
   std::vector<int> peak_inflight;           // per device, from the recorded times
-  std::vector<int> inflight_cap;            // per device (enforced by rrfp and rrfp-fixed only)
+  std::vector<int> inflight_cap;            // per device (enforced by the rrfp policies only)
+  long waits = 0;                           // rrfp-wait: bounded waits decided
   std::vector<double> busy_s;               // per device
   double makespan_s = 0;                    // last end - first start (graph tasks)
   double wall_s = 0;                        // submission to completion (epilogues included)

@@ -1,6 +1,9 @@
 // Every policy runs graphs from every hint to completion on real StarPU
 // workers: each task once, on its device's worker, after its inputs; rrfp
 // policies stay within the in-flight cap; strict policies follow the hint.
+#include <fmt/format.h>
+
+#include "runtime/bench.hpp"
 #include "tests/runtime_helpers.hpp"
 
 using namespace rrfp;
@@ -66,7 +69,7 @@ void run_policy(const std::string& policy) {
     EXPECT_EQ(r.policy, policy);
     expect_valid_run(h, r, what);
     expect_epilogues(h, r, calls, what);
-    if (policy == "rrfp" || policy == "rrfp-fixed") expect_within_cap(r, what);
+    if (policy == "rrfp" || policy == "rrfp-wait" || policy == "rrfp-fixed") expect_within_cap(r, what);
     if (policy == "rrfp-fixed" || policy == "static-order") {
       EXPECT_EQ(r.order, h.order) << what << ": not the hint's order";
     }
@@ -77,6 +80,35 @@ void run_policy(const std::string& policy) {
 
 TEST(RuntimePolicies, Rrfp) { run_policy("rrfp"); }
 TEST(RuntimePolicies, RrfpFixed) { run_policy("rrfp-fixed"); }
+TEST(RuntimePolicies, RrfpWait) { run_policy("rrfp-wait"); }
+
+// rrfp-wait on real workers with random durations and link delays, where its
+// clock readings and waits matter: every run completes within its caps.
+TEST(RuntimePolicies, RrfpWaitRandomDurations) {
+  unsetenv("RRFP_SCHED_LIB");
+  long waits = 0;
+  for (const char* hint : {"1f1b", "zb-h1", "interleaved-1f1b", "zbv"})
+    for (int seed = 1; seed <= 6; ++seed) {
+      BenchConfig cfg;
+      cfg.cost.unit_ms = 0.3;
+      cfg.cost.var = parse_variability(seed % 2 ? "lognormal:0.6" : "multimodal:1.0");
+      cfg.cost.link_ms = 0.15;
+      cfg.cost.link_jitter = 0.9;
+      cfg.cost.seed = seed;
+      cfg.exec.policy = "rrfp-wait";
+      cfg.exec.inflight_slack = seed % 3;
+      cfg.exec.wait_ratio = 1.0;  // waits often
+      Hint h = make_hint(hint, {4, 8, std::string(hint) == "interleaved-1f1b" ? 2 : 0, -1, 0});
+      BenchReport r = run_bench(h, cfg);
+      const std::string what = fmt::format("rrfp-wait on {} seed {}", hint, seed);
+      EXPECT_EQ(r.policy, "rrfp-wait") << what;
+      EXPECT_GT(r.makespan_s, 0) << what;
+      for (int d = 0; d < h.devices(); ++d) EXPECT_LE(r.peak_inflight[d], r.inflight_cap[d]) << what;
+      expect_valid_run(h, r.last, what);
+      waits += r.waits;
+    }
+  EXPECT_GT(waits, 0);  // the policy did wait: the idle path's clock check was exercised
+}
 TEST(RuntimePolicies, StaticOrder) { run_policy("static-order"); }
 TEST(RuntimePolicies, Eager) { run_policy("eager"); }
 TEST(RuntimePolicies, Prio) { run_policy("prio"); }
