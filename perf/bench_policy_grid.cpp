@@ -26,14 +26,14 @@ struct Options {
   std::string backend = "sim";
   int seeds = 10, first_seed = 1000, stages = 4, microbatches = 16;
   double unit_ms = 2;
-  std::vector<double> wait_ratios = {0.25};
+  std::vector<double> wait_ratios = {1.0};
   std::vector<std::string> hints, variability;
   std::vector<int> slacks;
 };
 
 struct Policy {
   std::string name;  // rrfp-fixed, rrfp, rrfp-wait
-  double ratio = 0.25;
+  double ratio = 1.0;
   std::string label() const { return name == "rrfp-wait" ? fmt::format("wait{}", ratio) : name; }
 };
 

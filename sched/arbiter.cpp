@@ -173,16 +173,32 @@ double Arbiter::predicted_ready(int task, double now) const {
 }
 
 // The rule: the device idles instead of starting `alt` when the hint's
-// preferred task (its first unstarted one) is predicted to be ready within
-// wait_ratio x alt's expected duration, and for at most that long; then it
-// gives up on that task for good. One decision looks at the preferred
+// preferred task P (its first unstarted one) is predicted to be ready within
+// wait_ratio x alt's expected duration, alt is not a W, and another device
+// waits for P's output next; it idles for at most that long, then gives up
+// on P for good. One decision looks at the preferred
 // task's predecessors only: O(in-degree), plus the amortised advance of
 // `pref` along the order.
-bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
+int Arbiter::preferred(int device) {
+  Device& dev = dev_[device];
   const auto& order = hint_.order[device];
   while (dev.pref < order.size() && started_[order[dev.pref]]) ++dev.pref;
-  if (dev.pref >= order.size()) return false;
-  const int p = order[dev.pref];
+  return dev.pref < order.size() ? order[dev.pref] : -1;
+}
+
+bool Arbiter::starves_a_consumer(int task) {
+  const TaskGraph& g = *hint_.graph;
+  const int d = g.task(task).device;
+  for (int q : g.succs(task)) {
+    const int qd = g.task(q).device;
+    if (qd != d && is_local(qd) && preferred(qd) == q) return true;
+  }
+  return false;
+}
+
+bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
+  const int p = preferred(device);
+  if (p < 0) return false;
   if (p == alt || ready_[p] || p == dev.gave_up) return false;
   if (dev.waiting_for == p) {
     if (now < dev.deadline) {
@@ -199,6 +215,10 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // memory, releases nobody, and idling instead of running it measured worse
   // on every split-backward hint of the grid (perf/RESULTS.md, issue 16).
   if (hint_.graph->task(alt).kind == Kind::W) return false;
+  // Waiting pays only when P is on the critical chain right now: a device
+  // that consumes P's output has P's successor as its own next task in the
+  // hint. Otherwise delaying P costs nobody and idling costs this device.
+  if (!starves_a_consumer(p)) return false;
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
   const double budget = opt_.wait_ratio * a;

@@ -8,9 +8,10 @@
 //                   that one is ready.
 //   BoundedWait:    ReadinessFirst, except that a device may stay idle for
 //                   a bounded time when the hint's preferred task (its next
-//                   unstarted one) is predicted to be ready well before the
-//                   ready alternative would finish (docs/runtime.md,
-//                   "Bounded-wait arbitration"). Needs the clock: pass `now`.
+//                   unstarted one) is predicted to be ready before the ready
+//                   alternative would finish and another device waits for
+//                   its output (docs/runtime.md, "Bounded-wait
+//                   arbitration"). Needs the clock: pass `now`.
 // Memory bound: a forward starts only while the device's in-flight count
 // (forwards started whose backward is not done) stays below its cap. Under
 // ReadinessFirst a forward also leaves room for the forwards the hint places
@@ -38,7 +39,7 @@ struct ArbiterOptions {
   // BoundedWait: wait for the preferred task only when its predicted
   // arrival is less than wait_ratio x the alternative's expected duration
   // away, and never longer than that.
-  double wait_ratio = 0.25;
+  double wait_ratio = 1.0;
 };
 
 class Arbiter {
@@ -98,6 +99,8 @@ class Arbiter {
   bool should_wait(Device& dev, int device, int alternative, double now);
   double predicted_ready(int task, double now) const;  // -1: cannot tell
   double expected(int task) const;                     // -1: no estimate yet
+  int preferred(int device);                           // first unstarted task of its order, or -1
+  bool starves_a_consumer(int task);
   int peek(const Device& dev, int device, bool* use_fwd) const;
   bool forward_allowed(const Device& dev, int device, int task) const;
   void start(Device& dev, int task, double now);

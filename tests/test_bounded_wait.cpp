@@ -11,99 +11,119 @@ using namespace rrfp;
 
 namespace {
 
-// 1F1B, 2 devices, 6 microbatches, in-flight slack 2: device 0's order is
-// F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 B5 (B = fused backward), device 1's
-// F0 B0 F1 B1 ... Every step below is a call the simulator or the StarPU
-// policy would make, with the clock passed explicitly.
+// 1F1B, 3 devices, 6 microbatches, in-flight slack 2 (caps 5, 4, 3). Orders
+// (B = fused backward):
+//   device 0: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 B4 B5
+//   device 1: F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 B5
+//   device 2: F0 B0 F1 B1 ...
+// Every call below is one the simulator or the StarPU policy would make, with
+// the clock passed explicitly; F takes 1 unit, B 2.
 struct Walk {
-  Hint h = gen_1f1b({2, 6, 0, 0, 0});
+  Hint h = gen_1f1b({3, 6, 0, 0, 0});
   const TaskGraph& g = *h.graph;
   int F(int s, int m) const { return g.find(Kind::F, s, m); }
   int B(int s, int m) const { return g.find(Kind::BW, s, m); }
+  Arbiter a;
+  explicit Walk(double ratio) : a(h, ArbiterOptions{Mode::BoundedWait, 2, {}, {}, ratio}) {
+    for (int m = 0; m < 6; ++m) a.on_ready(F(0, m), 0);
+  }
+  void finish(int task, double t, std::initializer_list<int> now_ready) {
+    a.on_finish(task, t);
+    for (int r : now_ready) a.on_ready(r, t);
+  }
+  // t = 0..3: the forwards fill the pipeline.
+  void warm_up() {
+    ASSERT_EQ(a.take(0, 0), F(0, 0));
+    finish(F(0, 0), 1, {F(1, 0)});
+    ASSERT_EQ(a.take(0, 1), F(0, 1));
+    ASSERT_EQ(a.take(1, 1), F(1, 0));
+    finish(F(0, 1), 2, {F(1, 1)});
+    finish(F(1, 0), 2, {F(2, 0)});
+    ASSERT_EQ(a.take(0, 2), F(0, 2));
+    ASSERT_EQ(a.take(1, 2), F(1, 1));
+    ASSERT_EQ(a.take(2, 2), F(2, 0));
+    finish(F(0, 2), 3, {F(1, 2)});
+    finish(F(1, 1), 3, {F(2, 1)});
+    finish(F(2, 0), 3, {B(2, 0)});
+  }
+  // t = 3..7: the first backwards; B(2,1) starts at 6 (until 8).
+  void to_t7() {
+    warm_up();
+    ASSERT_EQ(a.take(0, 3), F(0, 3));
+    ASSERT_EQ(a.take(2, 3), B(2, 0));  // runs until 5
+    // B(2,0)'s duration is not known yet: no prediction, no wait.
+    ASSERT_EQ(a.take(1, 3), F(1, 2));
+    finish(F(0, 3), 4, {F(1, 3)});
+    finish(F(1, 2), 4, {F(2, 2)});
+    ASSERT_EQ(a.take(0, 4), F(0, 4));
+    ASSERT_EQ(a.take(1, 4), F(1, 3));
+    finish(B(2, 0), 5, {B(1, 0)});  // B of stage 2: 2 units
+    finish(F(0, 4), 5, {F(1, 4)});
+    finish(F(1, 3), 5, {F(2, 3)});
+    ASSERT_EQ(a.take(2, 5), F(2, 1));
+    ASSERT_EQ(a.take(1, 5), B(1, 0));  // runs until 7
+    ASSERT_EQ(a.take(0, 5), -1);       // F5 is held by the cap
+    finish(F(2, 1), 6, {B(2, 1)});
+    ASSERT_EQ(a.take(2, 6), B(2, 1));  // predicted to end at 6 + 2 = 8
+    finish(B(1, 0), 7, {B(0, 0)});
+    ASSERT_EQ(a.take(0, 7), B(0, 0));  // until 9
+  }
 };
-
-void start_all(const Walk& w, Arbiter& a) {
-  for (int m = 0; m < 6; ++m) a.on_ready(w.F(0, m), 0);
-}
 
 }  // namespace
 
 TEST(BoundedWait, NeverWaitsForATaskWhoseInputsHaveNotStarted) {
-  Walk w;
-  // A huge ratio: only the "can it become ready on its own?" test can stop a wait.
-  Arbiter a(w.h, ArbiterOptions{Mode::BoundedWait, 2, {}, {}, 100.0});
-  start_all(w, a);
-  ASSERT_EQ(a.take(0, 0), w.F(0, 0));
-  a.on_finish(w.F(0, 0), 1);  // F of stage 0 now has an estimate: 1
-  a.on_ready(w.F(1, 0), 1);
-  ASSERT_EQ(a.take(0, 1), w.F(0, 1));
-  ASSERT_EQ(a.take(1, 1), w.F(1, 0));
-  a.on_finish(w.F(0, 1), 2);
-  a.on_finish(w.F(1, 0), 2);
-  a.on_ready(w.F(1, 1), 2);
-  a.on_ready(w.B(1, 0), 2);
-  // Device 0 prefers B0, whose input B(1,0) has not started: the
-  // alternative F2 runs at once, however large the ratio.
-  EXPECT_EQ(a.take(0, 2), w.F(0, 2));
-  EXPECT_EQ(a.wake_at(0), -1);
-  EXPECT_EQ(a.waits(), 0);
+  Walk w(100.0);  // a huge ratio: only "can it become ready on its own?" can stop a wait
+  w.warm_up();
+  // Device 1 prefers B(1,0), whose input B(2,0) has not started (device 2
+  // has not asked yet), and device 0 wants B(1,0)'s output next. F(1,2) is
+  // ready with an estimate (1 unit): it runs at once.
+  EXPECT_EQ(w.a.take(1, 3), w.F(1, 2));
+  EXPECT_EQ(w.a.wake_at(1), -1);
+  EXPECT_EQ(w.a.waits(), 0);
 }
 
 TEST(BoundedWait, WaitsForAPredictedTaskThenTakesIt) {
-  for (double slow : {0.0, 5.0}) {  // B(1,1) on time, or late past the wait budget
-    SCOPED_TRACE(slow);
-    Walk w;
-    Arbiter a(w.h, ArbiterOptions{Mode::BoundedWait, 2, {}, {}, 2.0});
-    start_all(w, a);
-    // t=0..2 as above; device 1 starts B(1,0) (2 units) at t=2.
-    ASSERT_EQ(a.take(0, 0), w.F(0, 0));
-    a.on_finish(w.F(0, 0), 1);
-    a.on_ready(w.F(1, 0), 1);
-    ASSERT_EQ(a.take(0, 1), w.F(0, 1));
-    ASSERT_EQ(a.take(1, 1), w.F(1, 0));
-    a.on_finish(w.F(0, 1), 2);
-    a.on_finish(w.F(1, 0), 2);
-    a.on_ready(w.F(1, 1), 2);
-    a.on_ready(w.B(1, 0), 2);
-    ASSERT_EQ(a.take(1, 2), w.B(1, 0));
-    // B(1,0)'s duration is not known yet: no prediction, no wait.
-    ASSERT_EQ(a.take(0, 2), w.F(0, 2));
-    a.on_finish(w.F(0, 2), 3);
-    a.on_ready(w.F(1, 2), 3);
-    ASSERT_EQ(a.take(0, 3), w.F(0, 3));
-    a.on_finish(w.B(1, 0), 4);  // BW of stage 1: 2 units
-    a.on_finish(w.F(0, 3), 4);
-    a.on_ready(w.B(0, 0), 4);
-    a.on_ready(w.F(1, 3), 4);
-    ASSERT_EQ(a.take(1, 4), w.F(1, 1));
-    ASSERT_EQ(a.take(0, 4), w.B(0, 0));
-    a.on_finish(w.F(1, 1), 5);
-    a.on_ready(w.B(1, 1), 5);
-    ASSERT_EQ(a.take(1, 5), w.B(1, 1));  // predicted to end at 5 + 2 = 7
-    a.on_finish(w.B(0, 0), 6);
-    // Device 0 prefers B1 (input predicted at 7, 1 unit away) over the
-    // ready F4 (1 unit): 1 < 2 x 1, so it waits, at most until 6 + 2.
-    EXPECT_EQ(a.take(0, 6), -1);
-    EXPECT_DOUBLE_EQ(a.wake_at(0), 8.0);
+  for (bool late : {false, true}) {  // B(2,1) on time, or past the wait budget
+    SCOPED_TRACE(late);
+    Walk w(2.0);
+    Arbiter& a = w.a;
+    w.to_t7();
+    // Device 1 prefers B(1,1) (input predicted at 8, 1 unit away; device 0
+    // wants its output next) over the ready F(1,4) (1 unit): 1 < 2 x 1, so
+    // it waits, at most until 7 + 2.
+    EXPECT_EQ(a.take(1, 7), -1);
+    EXPECT_DOUBLE_EQ(a.wake_at(1), 9.0);
     EXPECT_EQ(a.waits(), 1);
-    EXPECT_EQ(a.take(0, 7), -1);  // still inside the budget
-    if (slow == 0) {
-      a.on_finish(w.B(1, 1), 7);
-      a.on_ready(w.B(0, 1), 7);
-      EXPECT_EQ(a.take(0, 7), w.B(0, 1));
+    EXPECT_EQ(a.take(1, 8), -1);  // still inside the budget
+    if (!late) {
+      w.finish(w.B(2, 1), 8, {w.B(1, 1)});
+      EXPECT_EQ(a.take(1, 8), w.B(1, 1));
     } else {
-      // The budget is spent: the device gives up on B1 for good.
-      EXPECT_EQ(a.take(0, 8), w.F(0, 4));
-      EXPECT_EQ(a.wake_at(0), -1);
-      a.on_finish(w.F(0, 4), 9);
-      EXPECT_EQ(a.take(0, 9), -1);  // F5 is held by the cap; no second wait for B1
-      EXPECT_EQ(a.wake_at(0), -1);
+      // The budget is spent: the device gives up on B(1,1) for good.
+      EXPECT_EQ(a.take(1, 9), w.F(1, 4));
+      EXPECT_EQ(a.wake_at(1), -1);
+      w.finish(w.B(2, 1), 10, {w.B(1, 1)});
+      w.finish(w.F(1, 4), 10, {w.F(2, 4)});
+      EXPECT_EQ(a.take(1, 10), w.B(1, 1));
       EXPECT_EQ(a.waits(), 1);
-      a.on_finish(w.B(1, 1), 10);
-      a.on_ready(w.B(0, 1), 10);
-      EXPECT_EQ(a.take(0, 10), w.B(0, 1));
     }
   }
+}
+
+TEST(BoundedWait, NeverWaitsWhenNoOtherDeviceNeedsThePreferredTask) {
+  Walk w(100.0);
+  Arbiter& a = w.a;
+  w.to_t7();
+  ASSERT_EQ(a.take(1, 7), -1);  // waits for B(1,1), as above
+  w.finish(w.B(2, 1), 8, {w.B(1, 1)});
+  ASSERT_EQ(a.take(1, 8), w.B(1, 1));  // until 10
+  w.finish(w.B(0, 0), 9, {});
+  // Device 0 prefers B(0,1), predicted at 10, with F(0,5) ready (1 unit):
+  // the ratio would allow a wait, but stage 0 feeds no other device, so
+  // nobody is starved by running F(0,5) first.
+  EXPECT_EQ(a.take(0, 9), w.F(0, 5));
+  EXPECT_EQ(a.waits(), 1);
 }
 
 TEST(BoundedWait, RatioZeroIsReadinessFirst) {
