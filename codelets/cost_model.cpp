@@ -114,12 +114,18 @@ Variability parse_variability(const std::string& spec) {
 }
 
 void validate(const CostOptions& o) {
+  if (o.durations && o.var.type != Variability::Type::None)
+    throw SpecError("--durations replays measured durations: drop --variability (or drop --durations)");
   for (Kind k : {Kind::F, Kind::B, Kind::W, Kind::BW})
     if (!(o.base.of(k) >= 0)) throw SpecError(fmt::format("cost of {} must not be negative", kind_name(k)));
   if (!(o.unit_ms > 0) || !std::isfinite(o.unit_ms)) throw SpecError(fmt::format("--unit-ms {} must be positive", o.unit_ms));
   if (!(o.link_ms >= 0) || !std::isfinite(o.link_ms)) throw SpecError(fmt::format("--link-ms {} must not be negative", o.link_ms));
   if (!(o.link_jitter >= 0 && o.link_jitter < 1))
     throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", o.link_jitter));
+}
+
+std::string variability_label(const CostOptions& o) {
+  return o.durations ? "durations:" + o.durations->source : o.var.spec;
 }
 
 Durations draw(const TaskGraph& g, const CostOptions& o) {
@@ -130,7 +136,12 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
   const int n = g.size();
   Durations d;
   d.task_s.resize(n);
+  if (o.durations) check_trace_fits(*o.durations, g);
   for (int id = 0; id < n; ++id) {
+    if (o.durations) {
+      d.task_s[id] = trace_duration(*o.durations, g, id, o.seed);
+      continue;
+    }
     const Task& t = g.task(id);
     const auto k = static_cast<std::uint64_t>(t.kind);
     double factor = 1;

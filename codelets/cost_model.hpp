@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "codelets/duration_trace.hpp"
 #include "graph/task_graph.hpp"
 
 namespace rrfp {
@@ -39,8 +41,13 @@ struct CostOptions {
   double link_ms = 0;      // mean delay of an edge that crosses devices
   double link_jitter = 0;  // relative, in [0, 1): uniform in ms*(1 +- jitter)
   std::uint64_t seed = 1;
+  // Measured durations (`--durations FILE`) instead of base x variability;
+  // the link model still applies.
+  std::shared_ptr<const DurationTrace> durations;
 };
 void validate(const CostOptions& o);  // throws SpecError
+// For reports: the variability spec, or "durations:PATH" for a trace.
+std::string variability_label(const CostOptions& o);
 
 // Realized durations, in seconds.
 struct Durations {

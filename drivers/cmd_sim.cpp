@@ -151,7 +151,8 @@ void add_sweep(CLI::App* sim) {
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
-  c->add_option("--param", *param, "sigma | bandwidth | link-ms | microbatches | slack");
+  c->add_option("--policy", f->policy, "the policy compared with rrfp-fixed: rrfp or rrfp-wait");
+  c->add_option("--param", *param, "sigma | bandwidth | link-ms | link-jitter | microbatches | stages | slack");
   c->add_option("--values", *values, "comma-separated values");
   c->add_option("--seeds", *seeds, "seeds averaged per point");
   c->add_option("--png,--svg", f->picture, "plot the ratio (.png or .svg)");
@@ -166,9 +167,10 @@ void add_sweep(CLI::App* sim) {
     }
     Hint h = f->hint.make();  // validates the hint once, up front
     auto pts = sweep(f->hint.hint, f->hint.resolved(), f->scenario(), *param, vs, *seeds);
-    fmt::print("sweep {} over {} ({} seeds): rrfp-fixed/rrfp makespan\n", h.name, *param, *seeds);
+    const std::string pol = f->policy == "rrfp-fixed" ? "rrfp" : f->policy;
+    fmt::print("sweep {} over {} ({} seeds): rrfp-fixed/{} makespan\n", h.name, *param, *seeds, pol);
     fmt::print("{:>10} {:>8} {:>8} {:>8}\n", *param, "mean", "min", "max");
-    Series s{"rrfp-fixed / rrfp", {}, {}};
+    Series s{"rrfp-fixed / " + pol, {}, {}};
     for (const SweepPoint& p : pts) {
       fmt::print("{:>10g} {:>8.3f} {:>8.3f} {:>8.3f}\n", p.value, p.speedup, p.min_speedup, p.max_speedup);
       s.x.push_back(p.value);
@@ -188,7 +190,7 @@ void add_sim_command(CLI::App& app) {
   add_hint_flags(c, f->hint, false);
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
-  c->add_option("--policy", f->policy, "rrfp (readiness-first) or rrfp-fixed (strict order)");
+  c->add_option("--policy", f->policy, "rrfp (readiness-first), rrfp-wait (bounded wait) or rrfp-fixed (strict order)");
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
   c->add_option("--act-mb", f->act_mb, "activation MB held per in-flight microbatch and stage");
   c->add_option("--weight-mb", f->weight_mb, "weight MB per stage");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "codelets/cost_model.hpp"
 #include "hints/generators.hpp"
@@ -52,11 +53,20 @@ inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = tru
 struct CostFlags {
   std::string cost = "F=1,B=1,W=1";
   std::string variability = "none";
+  std::string durations, durations_model;  // a trace of rrfp train, and the model it must be of
   CostOptions opt;
   CostOptions resolve() const {
     CostOptions o = opt;
     o.base = parse_cost(cost);
     o.var = parse_variability(variability);
+    if (!durations_model.empty() && durations.empty()) throw SpecError("--durations-model needs --durations FILE");
+    if (!durations.empty()) {
+      auto t = std::make_shared<DurationTrace>(read_duration_trace(durations));
+      if (!durations_model.empty() && t->model != durations_model)
+        throw SpecError(fmt::format("--durations {}: it is a trace of model '{}', not '{}'", durations, t->model,
+                                    durations_model));
+      o.durations = std::move(t);
+    }
     validate(o);
     return o;
   }
@@ -71,6 +81,10 @@ inline void add_cost_flags(CLI::App* app, CostFlags& f) {
   app->add_option("--link-ms", f.opt.link_ms, "delay of a transfer between devices (ms)");
   app->add_option("--link-jitter", f.opt.link_jitter, "relative jitter of transfer delays, in [0,1)");
   app->add_option("--seed", f.opt.seed, "seed of the cost model")->capture_default_str();
+  app->add_option("--durations", f.durations,
+                  "replay the pass durations of a `rrfp train --trace` file (more --stages than the trace's "
+                  "resample each stage's recorded distribution); replaces --cost and --variability");
+  app->add_option("--durations-model", f.durations_model, "refuse a --durations trace of another model");
 }
 
 }  // namespace rrfp::cli

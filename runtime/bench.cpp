@@ -34,7 +34,7 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
   std::atomic<long> checked{0};
   rep.message_bytes = cfg.exec.message_bytes;
   rep.hint = hint.name;
-  rep.variability = cfg.cost.var.spec;
+  rep.variability = variability_label(cfg.cost);
   rep.stages = g.spec().stages;
   rep.devices = D;
   rep.microbatches = g.spec().microbatches;

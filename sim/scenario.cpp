@@ -36,7 +36,7 @@ nlohmann::json scenario_json(const Hint& hint, const Scenario& sc, const Scenari
           {"microbatches", sp.microbatches},
           {"split_backward", sp.split_backward},
           {"seed", sc.cost.seed},
-          {"variability", sc.cost.var.spec},
+          {"variability", variability_label(sc.cost)},
           {"tasks", hint.graph->size()},
           {"complete", s.complete},
           {"makespan_s", s.makespan},

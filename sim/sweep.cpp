@@ -9,9 +9,14 @@ namespace rrfp {
 std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc, const std::string& param,
                               const std::vector<double>& values, int seeds) {
   if (seeds < 1) throw SpecError("--seeds must be at least 1");
-  static const char* known[] = {"sigma", "bandwidth", "link-ms", "microbatches", "slack"};
+  static const char* known[] = {"sigma", "bandwidth", "link-ms", "link-jitter", "microbatches", "stages", "slack"};
   if (std::find(std::begin(known), std::end(known), param) == std::end(known))
-    throw SpecError(fmt::format("unknown sweep parameter '{}' (sigma, bandwidth, link-ms, microbatches, slack)", param));
+    throw SpecError(fmt::format(
+        "unknown sweep parameter '{}' (sigma, bandwidth, link-ms, link-jitter, microbatches, stages, slack)", param));
+  if (param == "sigma" && sc.cost.durations)
+    throw SpecError("--param sigma varies the synthetic variability; --durations replays measured durations");
+  if (param == "stages" && is_csv_hint(hint))
+    throw SpecError(fmt::format("--param stages cannot vary hint '{}': a CSV fixes its stages", hint));
   if (param == "microbatches" && is_csv_hint(hint))
     throw SpecError(fmt::format("--param microbatches cannot vary hint '{}': a CSV fixes its microbatches", hint));
   std::vector<SweepPoint> out;
@@ -24,6 +29,8 @@ std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc
       s.comm.bandwidth_Bps = v * 1e9 / 8;
     }
     if (param == "link-ms") s.cost.link_ms = v;
+    if (param == "link-jitter") s.cost.link_jitter = v;
+    if (param == "stages") hp.stages = static_cast<int>(v);
     if (param == "microbatches") hp.microbatches = static_cast<int>(v);
     if (param == "slack") s.inflight_slack = static_cast<int>(v);
     Hint h = make_hint(hint, hp);
@@ -32,7 +39,7 @@ std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc
       s.cost.seed = sc.cost.seed + k;
       s.mode = Mode::Strict;
       double fixed = run_scenario(h, s).sim.makespan;
-      s.mode = Mode::ReadinessFirst;
+      s.mode = sc.mode == Mode::Strict ? Mode::ReadinessFirst : sc.mode;  // the policy compared with the fixed order
       double rf = run_scenario(h, s).sim.makespan;
       double r = fixed / rf;
       pt.speedup += r / seeds;

@@ -17,7 +17,8 @@ struct SweepPoint {
 };
 
 // param: sigma (lognormal sigma; variability becomes lognormal:VALUE),
-// bandwidth (Gbit/s), link-ms, microbatches, slack.
+// bandwidth (Gbit/s), link-ms, link-jitter, microbatches, stages, slack.
+// The policy compared with rrfp-fixed is sc.mode (rrfp when that is Strict).
 std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc, const std::string& param,
                               const std::vector<double>& values, int seeds);
 

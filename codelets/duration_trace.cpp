@@ -1,0 +1,138 @@
+#include "codelets/duration_trace.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "codelets/splitmix.hpp"
+#include "plot/timeline.hpp"
+
+namespace rrfp {
+
+namespace {
+
+struct Cell {
+  int stage;
+  Kind kind;
+  int mb;
+};
+
+bool parse_int(const std::string& s, size_t& i, int& out) {
+  const size_t b = i;
+  long v = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) && i - b < 7) v = v * 10 + (s[i++] - '0');
+  out = static_cast<int>(v);
+  return i > b;
+}
+
+// "2F0", "1I3", "0W1", "0B2" (PyTorch's cell notation, as plot/timeline
+// slices are named); false for anything else.
+bool parse_cell(const std::string& s, Cell& c) {
+  size_t i = 0;
+  if (!parse_int(s, i, c.stage) || i >= s.size()) return false;
+  switch (s[i++]) {
+    case 'F': c.kind = Kind::F; break;
+    case 'I': c.kind = Kind::B; break;
+    case 'W': c.kind = Kind::W; break;
+    case 'B': c.kind = Kind::BW; break;
+    default: return false;
+  }
+  return parse_int(s, i, c.mb) && i == s.size();
+}
+
+bool is_optimizer_slice(const std::string& s) {
+  return s.size() > 3 && s.compare(0, 3, "opt") == 0 &&
+         std::all_of(s.begin() + 3, s.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+}
+
+}  // namespace
+
+DurationTrace read_duration_trace(const std::string& path) {
+  const Timeline tl = read_chrome_trace(path);  // throws SpecError on unreadable or malformed files
+  DurationTrace t;
+  t.source = path;
+  t.title = tl.title;
+  auto fail = [&](const std::string& why) { return SpecError(fmt::format("--durations {}: {}", path, why)); };
+  const std::string prefix = "rrfp train ";
+  if (tl.title.compare(0, prefix.size(), prefix) != 0)
+    throw fail(fmt::format("not a trace of `rrfp train --trace` (its title is '{}'); bench and sim traces hold "
+                           "synthetic durations, not measured ones",
+                           tl.title));
+  std::istringstream words(tl.title.substr(prefix.size()));
+  words >> t.model;
+  // The trainer appends each step's slices after the previous step's: the
+  // k-th time a cell appears in the file is step k.
+  std::map<std::tuple<int, int, int>, std::vector<double>> seen;
+  for (const Slice* s = tl.slices.data(); s != tl.slices.data() + tl.slices.size(); ++s) {
+    if (is_optimizer_slice(s->name)) continue;
+    Cell c{};
+    if (!parse_cell(s->name, c))
+      throw fail(fmt::format("slice '{}' is neither a pass (like 2F0, 1I3, 0W1, 0B2) nor an optimizer step (opt1)",
+                             s->name.substr(0, 40)));
+    const double d = s->end_s - s->start_s;
+    if (!(d >= 0)) throw fail(fmt::format("slice {} has a negative duration ({} s)", s->name, d));
+    seen[{c.stage, static_cast<int>(c.kind), c.mb}].push_back(d);
+    t.stages = std::max(t.stages, c.stage + 1);
+    t.microbatches = std::max(t.microbatches, c.mb + 1);
+    if (c.kind == Kind::BW) t.fused = true;
+  }
+  if (seen.empty()) throw fail("it has no pass slices (2F0, ...)");
+  for (const auto& [k, v] : seen) t.steps = std::max(t.steps, static_cast<int>(v.size()));
+  t.cell.assign(static_cast<size_t>(t.stages) * kNumKinds * t.microbatches, {});
+  t.pooled.assign(static_cast<size_t>(t.stages) * kNumKinds, {});
+  // Every pass the trace has for a stage must be there for every
+  // microbatch and every step: a hole means a cut or merged file.
+  for (int s = 0; s < t.stages; ++s)
+    for (int k = 0; k < kNumKinds; ++k) {
+      bool any = false;
+      for (int m = 0; m < t.microbatches; ++m) any = any || seen.count({s, k, m});
+      if (!any) continue;
+      for (int m = 0; m < t.microbatches; ++m) {
+        auto it = seen.find({s, k, m});
+        const int n = it == seen.end() ? 0 : static_cast<int>(it->second.size());
+        const std::string label = fmt::format("{}{}{}", s, csv_letter(static_cast<Kind>(k)), m);
+        if (n != t.steps) throw fail(fmt::format("pass {} is recorded {} times, the others {} (one per step)", label, n, t.steps));
+        t.cell[(static_cast<size_t>(s) * kNumKinds + k) * t.microbatches + m] = it->second;
+        auto& pool = t.pooled[static_cast<size_t>(s) * kNumKinds + k];
+        pool.insert(pool.end(), it->second.begin(), it->second.end());
+      }
+    }
+  for (int s = 0; s < t.stages; ++s)
+    if (t.pool(Kind::F, s).empty()) throw fail(fmt::format("stage {} has no forward recorded", s));
+  return t;
+}
+
+void check_trace_fits(const DurationTrace& t, const TaskGraph& g, const std::string& expect_model) {
+  auto fail = [&](const std::string& why) { return SpecError(fmt::format("--durations {}: {}", t.source, why)); };
+  if (!expect_model.empty() && expect_model != t.model)
+    throw fail(fmt::format("it is a trace of model '{}', not '{}'", t.model, expect_model));
+  const int S = g.spec().stages;
+  if (S < t.stages)
+    throw fail(fmt::format("it has {} stages and the pipeline {}: give at least the trace's stages (more resample it)",
+                           t.stages, S));
+  for (int id = 0; id < g.size(); ++id) {
+    const Task& x = g.task(id);
+    const int ts = static_cast<int>(static_cast<long long>(x.stage) * t.stages / S);
+    if (t.pool(x.kind, ts).empty())
+      throw fail(fmt::format("the graph needs {} passes of stage {} and the trace recorded none ({} backward): use a "
+                             "hint with the trace's backward form",
+                             kind_name(x.kind), ts, t.fused ? "fused" : "split"));
+  }
+}
+
+double trace_duration(const DurationTrace& t, const TaskGraph& g, int task, std::uint64_t seed) {
+  const Task& x = g.task(task);
+  const int S = g.spec().stages;
+  if (S == t.stages && x.mb < t.microbatches) return t.at(x.kind, x.stage, x.mb)[seed % t.steps];
+  const int ts = static_cast<int>(static_cast<long long>(x.stage) * t.stages / S);
+  const auto& pool = t.pool(x.kind, ts);
+  const std::uint64_t h = splitmix64(splitmix64(splitmix64(seed ^ 0x7472616365ULL) ^ static_cast<std::uint64_t>(x.kind)) ^
+                                     (static_cast<std::uint64_t>(x.stage) << 32 | static_cast<std::uint32_t>(x.mb)));
+  return pool[h % pool.size()];
+}
+
+}  // namespace rrfp
