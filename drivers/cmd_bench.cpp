@@ -1,5 +1,5 @@
 // rrfp bench: a hint's task graph on real StarPU workers with synthetic,
-// seeded task costs; the policy comes from STARPU_SCHED (default rrfp).
+// seeded task costs; the policy comes from STARPU_SCHED (default rrfp-wait).
 #include <fstream>
 
 #include <fmt/format.h>
@@ -92,7 +92,7 @@ void add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   a->hint.hint = "bfw";
   auto* cmd = app.add_subcommand("bench", "Run a hint's task graph on StarPU workers with synthetic seeded costs "
-                                          "(policy: STARPU_SCHED, default rrfp)");
+                                          "(policy: STARPU_SCHED, default rrfp-wait)");
   add_hint_flags(cmd, a->hint, false);
   add_cost_flags(cmd, a->cost);
   cmd->add_option("--inflight-slack", a->slack, "raise the in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");

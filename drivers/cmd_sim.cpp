@@ -21,7 +21,7 @@ namespace {
 struct SimFlags {
   HintFlags hint;
   CostFlags cost;
-  std::string policy = "rrfp";
+  std::string policy = "rrfp-wait";  // the runtime's default
   int slack = 0;
   double latency_ms = 0, bandwidth_gbps = 0, message_mb = 0, act_mb = 1, weight_mb = 1;
   bool no_overlap = false, parallel_links = false;

@@ -82,7 +82,9 @@ PolicyChoice resolve_policy(const std::string& requested) {
     c.name = p->policy_name ? p->policy_name : (name.empty() ? "plugin" : name);
     return c;
   }
-  if (name.empty()) name = "rrfp";
+  // The default: readiness-first with bounded waits, the rule that never
+  // lost to the fixed order on issue 16's grid (docs/runtime.md).
+  if (name.empty()) name = "rrfp-wait";
   c.name = name;
   if (name == "rrfp") {
     c.kind = PolicyChoice::Kind::Rrfp;

@@ -19,7 +19,7 @@ struct PolicyChoice {
   bool uses_arbiter() const { return kind == Kind::Rrfp || kind == Kind::RrfpFixed || kind == Kind::RrfpWait; }
 };
 
-// `requested` wins; "" reads STARPU_SCHED; unset means "rrfp".
+// `requested` wins; "" reads STARPU_SCHED; unset means "rrfp-wait".
 // With RRFP_SCHED_LIB=/path/lib.so the library's
 // starpu_get_sched_lib_policy(name) provides the policy (name may be null).
 // Throws SpecError for unknown names, missing libraries or symbols.

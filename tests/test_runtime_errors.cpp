@@ -105,7 +105,7 @@ TEST(RuntimeErrors, BenchCommandLine) {
                         "makespan_s", "lower_bound_s", "makespan_over_lb", "bubble_ratio", "busy_s", "peak_inflight",
                         "inflight_cap"})
     EXPECT_TRUE(j.contains(k)) << k;
-  EXPECT_EQ(j["policy"], "rrfp");
+  EXPECT_EQ(j["policy"], "rrfp-wait");  // the default
   EXPECT_EQ(j["tasks"], 2 * 4 * 3);
   EXPECT_GE(j["makespan_over_lb"].get<double>(), 0.99);
   std::ifstream tin(trace);
