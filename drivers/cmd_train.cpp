@@ -50,6 +50,10 @@ void add_train_command(CLI::App& app) {
   c->add_option("--d-model", o->gpt.d_model, "model width")->capture_default_str();
   c->add_option("--heads", o->gpt.heads, "attention heads")->capture_default_str();
   c->add_option("--seq-len", o->gpt.seq_len, "tokens per sequence (gpt-tiny)")->capture_default_str();
+  c->add_option("--seq-len-dist", o->seq_len_dist,
+                "gpt-tiny sequence lengths: fixed | uniform:MIN:MAX | lognormal[:MEDIAN[:SIGMA]] | docs (the --data "
+                "documents, split at blank lines); microbatches are padded to their longest")
+      ->capture_default_str();
   c->add_option("--enc-layers", o->enc_layers, "vision encoder blocks (mm-tiny)")->capture_default_str();
   c->add_option("--tensor-parallel", o->tensor_parallel,
                 "gpt-tiny: split each device's stages over T workers (Megatron column/row-parallel blocks)")

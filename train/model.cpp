@@ -125,9 +125,14 @@ torch::Tensor GptModel::head(const torch::Tensor& x) const {
 
 torch::Tensor GptModel::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                                       const Microbatch& mb) const {
-  torch::Tensor x = first ? embed(mb.tokens) : input;
+  // Messages between stages hold --seq-len positions; a microbatch of
+  // shorter sequences (--seq-len-dist) computes on its own length only and
+  // zero-pads what it sends (the gradient there is zero).
+  const int64_t T = mb.tokens.size(1);
+  torch::Tensor x = first ? embed(mb.tokens) : (input.size(1) > T ? input.slice(1, 0, T) : input);
   for (int i = r.first; i < r.last; ++i) x = block(i, x);
-  return last ? head(x) : x;
+  if (last) return head(x);
+  return x.size(1) < cfg_.seq_len ? torch::constant_pad_nd(x, {0, 0, 0, cfg_.seq_len - x.size(1)}) : x;
 }
 
 }  // namespace rrfp::train

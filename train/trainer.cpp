@@ -19,6 +19,7 @@
 #include "train/mm_model.hpp"
 #include "train/mpi_train.hpp"
 #include "train/pipeline.hpp"
+#include "train/seq_lengths.hpp"
 #include "train/reference.hpp"
 #include "train/replay_order.hpp"
 #include "train/tp_model.hpp"
@@ -52,6 +53,7 @@ struct Trainer::Impl {
   // Data: text windows (gpt-tiny) or drawn images (mm-tiny); either way the
   // sampler's state is the data position.
   std::unique_ptr<Sampler> sampler_text;
+  SeqLenDist lengths;  // gpt-tiny's --seq-len-dist
   std::unique_ptr<ImageSampler> sampler_img;
   std::vector<std::unique_ptr<Pipeline>> owned_pipes;
   std::vector<Pipeline*> pipes;  // per member; pipes[0] is the leader's
@@ -120,6 +122,7 @@ struct Trainer::Impl {
       auto text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
                                                                            : load_text(o.data_path));
       sampler_text = std::make_unique<Sampler>(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
+      lengths = parse_seq_len_dist(o.seq_len_dist, o.gpt.seq_len, *text);
     }
     // Every message between stages is one [b, positions, d_model] activation
     // or gradient (mm-tiny: the encoder hands over its prefix and the
@@ -178,8 +181,14 @@ struct Trainer::Impl {
   Pipeline& pipe() { return *pipes[0]; }
   SamplerState sampler_state() const { return mm ? sampler_img->state() : sampler_text->state(); }
   std::vector<Microbatch> next_batch() {
-    return mm ? make_image_microbatches(sampler_img->next(M * b), M, b)
-              : make_microbatches(sampler_text->next(M * b), M, b, o.gpt.seq_len);
+    if (mm) return make_image_microbatches(sampler_img->next(M * b), M, b);
+    const std::uint64_t first = sampler_text->state().sequences_drawn;
+    auto windows = sampler_text->next(M * b);
+    if (lengths.fixed()) return make_microbatches(windows, M, b, o.gpt.seq_len);
+    std::vector<int> len(static_cast<size_t>(M) * b);
+    tokens = 0;  // this step's real tokens
+    for (size_t i = 0; i < len.size(); ++i) tokens += len[i] = sequence_length(lengths, o.gpt.seq_len, o.seed, first + i);
+    return make_variable_microbatches(windows, M, b, o.gpt.seq_len, len);
   }
 
   // Checkpoints hold the full model whatever TP is: members' shards are

@@ -25,6 +25,8 @@ struct TrainOptions {
   int steps = 60;            // train until this step number
   std::string hint = "1f1b";
   std::string data_path;     // "" = generated corpus
+  // gpt-tiny: per-sequence lengths (train/seq_lengths.hpp); "fixed" = all --seq-len.
+  std::string seq_len_dist = "fixed";
   double lr = 3e-3;
   std::uint64_t seed = 1;
   bool deterministic = false;

@@ -13,6 +13,11 @@ void check_options(const TrainOptions& o) {
     throw SpecError(fmt::format("unknown model '{}' (known: gpt-tiny, mm-tiny)", o.model));
   if (o.model == "mm-tiny" && !o.data_path.empty())
     throw SpecError("--data applies to gpt-tiny; mm-tiny draws its own images and captions");
+  if (o.model == "mm-tiny" && o.seq_len_dist != "fixed")
+    throw SpecError("--seq-len-dist applies to gpt-tiny; mm-tiny's captions have a fixed length (its images vary)");
+  if (o.tensor_parallel > 1 && o.seq_len_dist != "fixed")
+    throw SpecError("--seq-len-dist with --tensor-parallel is not supported: tensor-parallel members all-reduce "
+                    "full-length activations");
   o.gpt.validate();
   auto positive = [](int v, const char* flag) {
     if (v < 1) throw SpecError(fmt::format("{} must be at least 1, got {}", flag, v));
@@ -79,6 +84,7 @@ nlohmann::json identity(const TrainOptions& o, int model_stages, int b) {
   nlohmann::json j = {{"model", o.model},       {"gpt", gpt_json(o.gpt)},  {"stages", o.stages},
                       {"model_stages", model_stages}, {"microbatches", o.microbatches}, {"micro_batch_size", b}};
   if (o.model == "mm-tiny") j["enc_layers"] = o.enc_layers;
+  if (o.seq_len_dist != "fixed") j["seq_len_dist"] = o.seq_len_dist;
   return j;
 }
 
