@@ -128,11 +128,12 @@ double trace_duration(const DurationTrace& t, const TaskGraph& g, int task, std:
   const Task& x = g.task(task);
   const int S = g.spec().stages;
   if (S == t.stages && x.mb < t.microbatches) return t.at(x.kind, x.stage, x.mb)[seed % t.steps];
+  // Microbatch mb replays one recorded (step, microbatch), the same for all
+  // its stages and passes: a heavy microbatch stays heavy down the pipeline.
   const int ts = static_cast<int>(static_cast<long long>(x.stage) * t.stages / S);
-  const auto& pool = t.pool(x.kind, ts);
-  const std::uint64_t h = splitmix64(splitmix64(splitmix64(seed ^ 0x7472616365ULL) ^ static_cast<std::uint64_t>(x.kind)) ^
-                                     (static_cast<std::uint64_t>(x.stage) << 32 | static_cast<std::uint32_t>(x.mb)));
-  return pool[h % pool.size()];
+  const std::uint64_t h = splitmix64(splitmix64(seed ^ 0x7472616365ULL) ^ static_cast<std::uint64_t>(x.mb));
+  const auto pick = h % (static_cast<std::uint64_t>(t.steps) * t.microbatches);
+  return t.at(x.kind, ts, static_cast<int>(pick % t.microbatches))[pick / t.microbatches];
 }
 
 }  // namespace rrfp

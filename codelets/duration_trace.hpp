@@ -4,11 +4,14 @@
 //
 // Exact replay: a graph with the trace's stages takes each (stage, pass
 // kind, microbatch) from one recorded step, the step picked by the seed.
-// Resampling: with more stages or microbatches than the trace, task
-// (kind, stage s of N, mb) draws, seeded by (seed, kind, s, mb), from the
-// recorded durations of trace stage floor(s * S_trace / N) and that kind,
-// over every microbatch and step: what-ifs at 8 to 128 stages use measured
-// distributions. Pure C++ (reads the trace with plot/timeline.hpp).
+// Resampling: with more stages or microbatches than the trace, microbatch
+// mb draws one recorded (step, microbatch) pair, seeded by (seed, mb), and
+// task (kind, stage s of N, mb) takes that pair's duration of trace stage
+// floor(s * S_trace / N): each stage's recorded distribution, with a
+// microbatch's costs correlated across stages as they were measured (a
+// large image is slow on every encoder stage). What-ifs at 8 to 128 stages
+// use measured distributions. Pure C++ (reads the trace with
+// plot/timeline.hpp).
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 // --backend starpu the real runtime (rrfp bench's code path).
 //   bench_policy_grid --backend sim --seeds 20 --first-seed 1000
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@ struct Options {
   std::vector<double> wait_ratios = {1.0};
   std::vector<std::string> hints, variability;
   std::vector<int> slacks;
+  std::string traces;  // directory of the trace-driven columns; "" = none
 };
 
 struct Policy {
@@ -41,8 +44,17 @@ struct Run {
   double makespan, lower_bound;
 };
 
-CostOptions cost_of(const Options& o, const GridVariability& v, int seed) {
+// One trace per file, read once.
+std::shared_ptr<const DurationTrace> trace_file(const std::string& path) {
+  static std::map<std::string, std::shared_ptr<const DurationTrace>> cache;
+  auto& t = cache[path];
+  if (!t) t = std::make_shared<DurationTrace>(read_duration_trace(path));
+  return t;
+}
+
+CostOptions cost_of(const Options& o, const GridVariability& v, bool split, int seed) {
   CostOptions c;
+  if (!v.fused_trace.empty()) c.durations = trace_file(split ? v.split_trace : v.fused_trace);
   c.unit_ms = o.unit_ms;
   c.var = parse_variability(v.spec);
   c.link_ms = v.link_units * o.unit_ms;
@@ -52,9 +64,10 @@ CostOptions cost_of(const Options& o, const GridVariability& v, int seed) {
 }
 
 Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack, int seed, const Policy& p) {
+  const bool split = h.spec().split_backward;
   if (o.backend == "sim") {
     Scenario sc;
-    sc.cost = cost_of(o, v, seed);
+    sc.cost = cost_of(o, v, split, seed);
     sc.mode = parse_mode(p.name);
     sc.inflight_slack = slack;
     sc.wait_ratio = p.ratio;
@@ -63,7 +76,7 @@ Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack
     return {r.sim.makespan, r.lb.bound};
   }
   BenchConfig cfg;
-  cfg.cost = cost_of(o, v, seed);
+  cfg.cost = cost_of(o, v, split, seed);
   cfg.exec.inflight_slack = slack;
   cfg.exec.policy = p.name;
   cfg.exec.wait_ratio = p.ratio;
@@ -91,6 +104,7 @@ int main(int argc, char** argv) {
   app.add_option("--hints", o.hints, "only these hints")->delimiter(',');
   app.add_option("--variability", o.variability, "only these variability columns")->delimiter(',');
   app.add_option("--slacks", o.slacks, "only these slacks")->delimiter(',');
+  app.add_option("--traces", o.traces, "add the trace-driven columns from this directory (perf/traces)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Policy> pol = {{"rrfp-fixed"}, {"rrfp"}};
@@ -111,7 +125,9 @@ int main(int argc, char** argv) {
       if (!selected(o.hints, hn)) continue;
       HintParams hp{o.stages, o.microbatches, hn == "interleaved-1f1b" ? 2 : 0, -1, 0};
       Hint h = make_hint(hn, hp);
-      for (const GridVariability& v : grid_variability()) {
+      std::vector<GridVariability> columns = grid_variability();
+      for (const GridVariability& t : grid_trace_columns(o.traces)) columns.push_back(t);
+      for (const GridVariability& v : columns) {
         if (!selected(o.variability, v.name)) continue;
         for (int slack : grid_slacks()) {
           if (!selected(o.slacks, slack)) continue;

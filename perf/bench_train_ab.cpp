@@ -88,7 +88,7 @@ struct Args {
   std::string s2_hints = "1f1b";
   std::vector<std::string> s1_also;
   std::vector<std::string> policies;
-  std::string model = "gpt-tiny", hint = "1f1b";
+  std::string model = "gpt-tiny", hint = "1f1b", seq_len_dist = "fixed";
   int layers = 4, enc_layers = 2;
   bool quiet = false;
 };
@@ -123,6 +123,7 @@ TrainOptions base_options(const Args& a) {
   o.model = a.model;
   o.gpt.layers = a.layers;
   o.enc_layers = a.enc_layers;
+  o.seq_len_dist = a.seq_len_dist;
   o.microbatches = a.M;
   o.micro_batch_size = a.b;
   o.deterministic = true;  // every configuration computes the same losses
@@ -267,6 +268,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--model", a.model, "gpt-tiny or mm-tiny")->capture_default_str();
   app.add_option("--hint", a.hint, "with --policies: the S=2 hint")->capture_default_str();
+  app.add_option("--seq-len-dist", a.seq_len_dist, "gpt-tiny sequence lengths (rrfp train --seq-len-dist)")
+      ->capture_default_str();
   app.add_option("--layers", a.layers, "language blocks")->capture_default_str();
   app.add_option("--enc-layers", a.enc_layers, "mm-tiny: vision encoder blocks")->capture_default_str();
   app.add_flag("--quiet", a.quiet, "no progress line per round");

@@ -13,6 +13,9 @@ struct GridVariability {
   std::string name;  // column label
   std::string spec;  // cost-model variability (codelets/cost_model.hpp)
   double link_units = 0, link_jitter = 0;  // mean link delay in units, relative jitter
+  // Trace-driven columns: a `rrfp train --trace` file per backward form
+  // (codelets/duration_trace.hpp), resampled to the grid's stages.
+  std::string fused_trace, split_trace;
 };
 
 inline const std::vector<std::string>& grid_hints() {
@@ -22,14 +25,22 @@ inline const std::vector<std::string>& grid_hints() {
 
 inline const std::vector<GridVariability>& grid_variability() {
   static const std::vector<GridVariability> v = {
-      {"none", "none"},
-      {"lognormal:0.3", "lognormal:0.3"},
-      {"lognormal:0.6", "lognormal:0.6"},
-      {"multimodal", "multimodal:1.0"},
-      {"straggler", "straggler:1:4:0.1"},
-      {"link-jitter", "none", 0.5, 0.9},
+      {"none", "none", 0, 0, "", ""},
+      {"lognormal:0.3", "lognormal:0.3", 0, 0, "", ""},
+      {"lognormal:0.6", "lognormal:0.6", 0, 0, "", ""},
+      {"multimodal", "multimodal:1.0", 0, 0, "", ""},
+      {"straggler", "straggler:1:4:0.1", 0, 0, "", ""},
+      {"link-jitter", "none", 0.5, 0.9, "", ""},
   };
   return v;
+}
+
+// The trace-driven columns from perf/traces/ (perf/RESULTS.md says how they
+// were recorded): real mm-tiny and variable-length gpt-tiny training.
+inline std::vector<GridVariability> grid_trace_columns(const std::string& dir) {
+  if (dir.empty()) return {};
+  return {{"trace:mm-tiny", "none", 0, 0, dir + "/mm-tiny_1f1b.json", dir + "/mm-tiny_zb-h1.json"},
+          {"trace:gpt-varlen", "none", 0, 0, dir + "/gpt-tiny-varlen_1f1b.json", dir + "/gpt-tiny-varlen_zb-h1.json"}};
 }
 
 inline const std::vector<int>& grid_slacks() {
