@@ -39,7 +39,7 @@ struct ArbiterOptions {
   // BoundedWait: wait for the preferred task only when its predicted
   // arrival is less than wait_ratio x the alternative's expected duration
   // away, and never longer than that.
-  double wait_ratio = 1.0;
+  double wait_ratio = 2.0;
 };
 
 class Arbiter {
