@@ -174,9 +174,9 @@ double Arbiter::predicted_ready(int task, double now) const {
 
 // The rule: the device idles instead of starting `alt` when the hint's
 // preferred task P (its first unstarted one) is predicted to be ready within
-// wait_ratio x alt's expected duration, alt is not a W, and another device
-// waits for P's output next; it idles for at most that long, then gives up
-// on P for good. One decision looks at the preferred
+// wait_ratio x alt's expected duration, alt is not a W, another device
+// waits for P's output next, and the run has no in-flight slack; it idles
+// for at most that long, then gives up on P for good. One decision looks at the preferred
 // task's predecessors only: O(in-degree), plus the amortised advance of
 // `pref` along the order.
 int Arbiter::preferred(int device) {
@@ -219,6 +219,11 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // that consumes P's output has P's successor as its own next task in the
   // hint. Otherwise delaying P costs nobody and idling costs this device.
   if (!starves_a_consumer(p)) return false;
+  // With in-flight slack the run has memory for readiness-first to run
+  // forwards early, which is what the slack is for; waiting gave those gains
+  // away in every slack cell measured. So a wait needs a slack-0 run, where
+  // the hint's own peak leaves nothing to reorder into.
+  if (opt_.inflight_slack > 0) return false;
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
   const double budget = opt_.wait_ratio * a;

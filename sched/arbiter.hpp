@@ -10,8 +10,9 @@
 //                   a bounded time when the hint's preferred task (its next
 //                   unstarted one) is predicted to be ready before the ready
 //                   alternative would finish and another device waits for
-//                   its output (docs/runtime.md, "Bounded-wait
-//                   arbitration"). Needs the clock: pass `now`.
+//                   its output, in runs without in-flight slack
+//                   (docs/runtime.md, "Bounded-wait arbitration"). Needs
+//                   the clock: pass `now`.
 // Memory bound: a forward starts only while the device's in-flight count
 // (forwards started whose backward is not done) stays below its cap. Under
 // ReadinessFirst a forward also leaves room for the forwards the hint places
