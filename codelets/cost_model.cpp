@@ -28,19 +28,6 @@ double mean_one_lognormal(double sigma, double z) { return std::exp(sigma * z - 
 
 enum Stream : std::uint64_t { kTask = 1, kStraggle = 2, kMicrobatch = 3, kLink = 4 };
 
-double parse_number(const std::string& s, const std::string& what) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size() || !std::isfinite(v))
-    throw SpecError(fmt::format("{}: '{}' is not a number", what, s));
-  return v;
-}
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -79,6 +66,19 @@ BaseCost parse_cost(const std::string& spec) {
     else throw SpecError(fmt::format("--cost: unknown kind '{}' (F, B, W or BW)", k));
   }
   return c;
+}
+
+double parse_number(const std::string& s, const std::string& what) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size() || !std::isfinite(v))
+    throw SpecError(fmt::format("{}: '{}' is not a number", what, s));
+  return v;
 }
 
 Variability parse_variability(const std::string& spec) {

@@ -31,6 +31,8 @@ struct Variability {
   double factor = 1, prob = 0; // straggler
   std::string spec = "none";   // as given, for reports
 };
+// A whole string as a finite number, else SpecError "WHAT: 'S' is not a number".
+double parse_number(const std::string& s, const std::string& what);
 // none | lognormal:SIGMA | straggler:STAGE:FACTOR:PROB | multimodal:SIGMA
 Variability parse_variability(const std::string& spec);
 

@@ -53,3 +53,37 @@ TEST(CliSim, BadInputGetsAClearError) {
     EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n" << r.out;
   }
 }
+
+// Trace-driven workloads from the command line: the recorded mm-tiny trace
+// of perf/traces replayed at 8 stages by sim and its sweeps, bad traces
+// refused with the file and the problem named.
+TEST(CliSim, DurationsFromATrainingTrace) {
+  const std::string trace = std::string(RRFP_SOURCE_DIR) + "/perf/traces/mm-tiny_1f1b.json";
+  auto r = run_cli("sim --durations " + trace + " --hint 1f1b --stages 8 --microbatches 16 --link-ms 0.5 --json " +
+                   tmp("d.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  nlohmann::json j;
+  std::ifstream(tmp("d.json")) >> j;
+  EXPECT_EQ(j["variability"], "durations:" + trace);
+  EXPECT_EQ(j["policy"], "rrfp-wait");
+  EXPECT_GE(j["makespan_over_lb"].get<double>(), 1.0);
+  auto s = run_cli("sim sweep --durations " + trace + " --hint 1f1b --microbatches 32 --param stages --values 4,8 --seeds 1");
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("rrfp-fixed/rrfp-wait"), std::string::npos) << s.out;
+  std::ofstream(tmp("not_a_trace.json")) << "[1, 2";
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {"sim --durations " + tmp("nosuch.json") + " --hint 1f1b --stages 4", "nosuch.json"},
+      {"sim --durations " + tmp("not_a_trace.json") + " --hint 1f1b --stages 4", "not_a_trace.json"},
+      {"sim --durations " + trace + " --hint zb-h1 --stages 4", "use a hint with the trace's backward form"},
+      {"sim --durations " + trace + " --hint 1f1b --stages 1", "it has 2 stages and the pipeline 1"},
+      {"sim --durations " + trace + " --durations-model gpt-tiny --hint 1f1b --stages 4", "not 'gpt-tiny'"},
+      {"sim --durations " + trace + " --variability lognormal:0.3 --hint 1f1b --stages 4", "drop --variability"},
+  };
+  for (const Case& c : cases) {
+    auto e = run_cli(c.args);
+    EXPECT_NE(e.code, 0) << c.args;
+    EXPECT_NE(e.out.find(c.message), std::string::npos) << c.args << "\n" << e.out;
+  }
+}

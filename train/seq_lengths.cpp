@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codelets/cost_model.hpp"  // parse_number
 #include "codelets/splitmix.hpp"
 #include "graph/pipeline_spec.hpp"
 
@@ -21,18 +22,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-double number(const std::string& s, const std::string& spec) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size() || !std::isfinite(v))
-    throw SpecError(fmt::format("--seq-len-dist {}: '{}' is not a number", spec, s));
-  return v;
-}
+double number(const std::string& s, const std::string& spec) { return parse_number(s, "--seq-len-dist " + spec); }
 
 double uniform01(std::uint64_t h) { return (static_cast<double>(h >> 11) + 0.5) * 0x1.0p-53; }
 
