@@ -172,13 +172,8 @@ double Arbiter::predicted_ready(int task, double now) const {
   return r;
 }
 
-// The rule: the device idles instead of starting `alt` when the hint's
-// preferred task P (its first unstarted one) is predicted to be ready within
-// wait_ratio x alt's expected duration, alt is not a W, another device
-// waits for P's output next, and the run has no in-flight slack; it idles
-// for at most that long, then gives up on P for good. One decision looks at the preferred
-// task's predecessors only: O(in-degree), plus the amortised advance of
-// `pref` along the order.
+// The device's first unstarted task in hint order; the cursor only moves
+// forward (amortised O(1)).
 int Arbiter::preferred(int device) {
   Device& dev = dev_[device];
   const auto& order = hint_.order[device];
@@ -196,6 +191,12 @@ bool Arbiter::starves_a_consumer(int task) {
   return false;
 }
 
+// The rule: the device idles instead of starting `alt` when the hint's
+// preferred task P (its first unstarted one) is predicted to be ready within
+// wait_ratio x alt's expected duration, alt is not a W, another device
+// waits for P's output next, and the run has no in-flight slack; it idles
+// for at most that long, then gives up on P for good. One decision looks at
+// P's predecessors and successors (constant degree in pipeline graphs).
 bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   const int p = preferred(device);
   if (p < 0) return false;
