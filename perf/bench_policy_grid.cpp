@@ -28,7 +28,7 @@ struct Options {
   std::string backend = "sim";
   int seeds = 10, first_seed = 1000, stages = 4, microbatches = 16;
   double unit_ms = 2;
-  std::vector<double> wait_ratios = {2.0};
+  std::vector<double> wait_ratios = {kDefaultWaitRatio};
   std::vector<std::string> hints, variability;
   std::vector<int> slacks;
   std::string traces;  // directory of the trace-driven columns; "" = none
@@ -36,7 +36,7 @@ struct Options {
 
 struct Policy {
   std::string name;  // rrfp-fixed, rrfp, rrfp-wait
-  double ratio = 2.0;
+  double ratio = kDefaultWaitRatio;
   std::string label() const { return name == "rrfp-wait" ? fmt::format("wait{}", ratio) : name; }
 };
 

@@ -26,7 +26,7 @@ using namespace rrfp;
 int main(int argc, char** argv) {
   std::string traces = "perf/traces", png;
   int seeds = 5, first_seed = 2000;
-  double link_ms = 1.0, jitter = 0.9, wait_ratio = 2.0;
+  double link_ms = 1.0, jitter = 0.9, wait_ratio = kDefaultWaitRatio;
   std::vector<int> stages = {8, 16, 32, 64, 128};
   CLI::App app{"fixed-order / readiness-first at 8..128 stages on trace-driven workloads (issue 16)"};
   app.add_option("--traces", traces, "directory of the recorded traces")->capture_default_str();
@@ -73,13 +73,14 @@ int main(int argc, char** argv) {
               sc.cost.seed = static_cast<std::uint64_t>(seed);
               sc.inflight_slack = slack;
               sc.wait_ratio = wait_ratio;
+              const Mode modes[] = {Mode::Strict, Mode::ReadinessFirst, Mode::BoundedWait};
               double ms[3];
               ScenarioResult last;
-              for (Mode m : {Mode::Strict, Mode::ReadinessFirst, Mode::BoundedWait}) {
-                sc.mode = m;
+              for (int k = 0; k < 3; ++k) {
+                sc.mode = modes[k];
                 last = run_scenario(h, sc);
                 if (!last.sim.complete) throw std::runtime_error(last.sim.stuck);
-                ms[static_cast<int>(m == Mode::Strict ? 0 : m == Mode::ReadinessFirst ? 1 : 2)] = last.sim.makespan;
+                ms[k] = last.sim.makespan;
               }
               r_rf.push_back(ms[0] / ms[1]);
               r_wt.push_back(ms[0] / ms[2]);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "hints/hint.hpp"
+#include "sched/arbiter.hpp"  // kDefaultWaitRatio
 
 namespace rrfp {
 
@@ -36,10 +37,10 @@ struct TaskIo {
 using TaskBody = std::function<void(int call, const TaskIo& io)>;
 
 struct ExecOptions {
-  std::string policy;             // "" = STARPU_SCHED, unset = rrfp (sched/policy_registry.hpp)
+  std::string policy;             // "" = STARPU_SCHED, unset = rrfp-wait (sched/policy_registry.hpp)
   int inflight_slack = 0;         // added to the hint's in-flight peak (rrfp: RRFP_INFLIGHT_SLACK)
   std::vector<int> inflight_cap;  // per device; empty = hint peak + slack
-  double wait_ratio = 2.0;        // rrfp-wait (ArbiterOptions::wait_ratio)
+  double wait_ratio = kDefaultWaitRatio;  // rrfp-wait (ArbiterOptions::wait_ratio)
   // Delay (seconds) of the k-th input edge of `task` when it crosses
   // devices; empty = no delay (the transfer task still exists).
   std::function<double(int task, int k)> link_delay_s;

@@ -134,8 +134,9 @@ int Arbiter::take(int device, double now) {
   }
   dev.wake = -1;
   bool use_fwd = false;
-  if (peek(dev, device, &use_fwd) < 0) return -1;
-  if (opt_.mode == Mode::BoundedWait && should_wait(dev, device, peek(dev, device, &use_fwd), now)) return -1;
+  const int alt = peek(dev, device, &use_fwd);
+  if (alt < 0) return -1;
+  if (opt_.mode == Mode::BoundedWait && should_wait(dev, device, alt, now)) return -1;
   auto& heap = use_fwd ? dev.fwd : dev.other;
   std::pop_heap(heap.begin(), heap.end(), std::greater<Entry>());
   int task = heap.back().task;
@@ -198,6 +199,11 @@ bool Arbiter::starves_a_consumer(int task) {
 // for at most that long, then gives up on P for good. One decision looks at
 // P's predecessors and successors (constant degree in pipeline graphs).
 bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
+  // With in-flight slack the run has memory for readiness-first to run
+  // forwards early, which is what the slack is for; waiting gave those gains
+  // away in every slack cell measured. So a wait needs a slack-0 run, where
+  // the hint's own peak leaves nothing to reorder into.
+  if (opt_.inflight_slack > 0) return false;
   const int p = preferred(device);
   if (p < 0) return false;
   if (p == alt || ready_[p] || p == dev.gave_up) return false;
@@ -220,11 +226,6 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // that consumes P's output has P's successor as its own next task in the
   // hint. Otherwise delaying P costs nobody and idling costs this device.
   if (!starves_a_consumer(p)) return false;
-  // With in-flight slack the run has memory for readiness-first to run
-  // forwards early, which is what the slack is for; waiting gave those gains
-  // away in every slack cell measured. So a wait needs a slack-0 run, where
-  // the hint's own peak leaves nothing to reorder into.
-  if (opt_.inflight_slack > 0) return false;
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
   const double budget = opt_.wait_ratio * a;

@@ -30,6 +30,10 @@ namespace rrfp {
 
 enum class Mode { ReadinessFirst, Strict, BoundedWait };
 
+// BoundedWait's budget, in expected durations of the alternative
+// (docs/runtime.md says how it was chosen).
+inline constexpr double kDefaultWaitRatio = 2.0;
+
 struct ArbiterOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;       // added to the default caps
@@ -40,7 +44,7 @@ struct ArbiterOptions {
   // BoundedWait: wait for the preferred task only when its predicted
   // arrival is less than wait_ratio x the alternative's expected duration
   // away, and never longer than that.
-  double wait_ratio = 2.0;
+  double wait_ratio = kDefaultWaitRatio;
 };
 
 class Arbiter {

@@ -16,7 +16,7 @@ struct Scenario {
   MemoryModel memory;
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
-  double wait_ratio = 2.0;  // Mode::BoundedWait
+  double wait_ratio = kDefaultWaitRatio;  // Mode::BoundedWait
 };
 
 struct ScenarioResult {

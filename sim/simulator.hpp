@@ -40,7 +40,7 @@ struct MemoryModel {
 struct SimOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
-  double wait_ratio = 2.0;  // BoundedWait (ArbiterOptions::wait_ratio)
+  double wait_ratio = kDefaultWaitRatio;  // BoundedWait
   std::function<double(int)> duration;  // required
   CommModel comm;
   MemoryModel memory;

@@ -9,6 +9,7 @@
 #include "codelets/cost_model.hpp"  // parse_number
 #include "codelets/splitmix.hpp"
 #include "graph/pipeline_spec.hpp"
+#include "train/pipeline.hpp"  // make_microbatches
 
 namespace rrfp::train {
 
@@ -109,6 +110,17 @@ std::vector<Microbatch> make_variable_microbatches(const std::vector<std::uint8_
     }
     out.push_back({tokens, targets, {}, {}});
   }
+  return out;
+}
+
+TextBatch draw_text_batch(Sampler& sampler, const SeqLenDist& d, int M, int b, int T, std::uint64_t seed) {
+  const std::uint64_t first = sampler.state().sequences_drawn;  // lengths follow the data position
+  const auto windows = sampler.next(M * b);
+  if (d.fixed()) return {make_microbatches(windows, M, b, T), static_cast<double>(M) * b * T};
+  TextBatch out;
+  std::vector<int> len(static_cast<size_t>(M) * b);
+  for (size_t i = 0; i < len.size(); ++i) out.tokens += len[i] = sequence_length(d, T, seed, first + i);
+  out.microbatches = make_variable_microbatches(windows, M, b, T, len);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/pipeline_spec.hpp"  // SpecError
+#include "train/data.hpp"
 #include "train/model.hpp"
 
 namespace rrfp::train {
@@ -38,5 +39,15 @@ int sequence_length(const SeqLenDist& d, int seq_len, std::uint64_t seed, std::u
 // with byte 0 and target -1 (no loss).
 std::vector<Microbatch> make_variable_microbatches(const std::vector<std::uint8_t>& windows, int microbatches, int b,
                                                    int seq_len, const std::vector<int>& lengths);
+
+// One step of gpt-tiny data: M x b windows from `sampler`, cut to their
+// lengths under `d` (make_microbatches when fixed); `tokens` counts the
+// real ones.
+struct TextBatch {
+  std::vector<Microbatch> microbatches;
+  double tokens = 0;
+};
+TextBatch draw_text_batch(Sampler& sampler, const SeqLenDist& d, int microbatches, int b, int seq_len,
+                          std::uint64_t seed);
 
 }  // namespace rrfp::train

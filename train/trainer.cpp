@@ -182,13 +182,9 @@ struct Trainer::Impl {
   SamplerState sampler_state() const { return mm ? sampler_img->state() : sampler_text->state(); }
   std::vector<Microbatch> next_batch() {
     if (mm) return make_image_microbatches(sampler_img->next(M * b), M, b);
-    const std::uint64_t first = sampler_text->state().sequences_drawn;
-    auto windows = sampler_text->next(M * b);
-    if (lengths.fixed()) return make_microbatches(windows, M, b, o.gpt.seq_len);
-    std::vector<int> len(static_cast<size_t>(M) * b);
-    tokens = 0;  // this step's real tokens
-    for (size_t i = 0; i < len.size(); ++i) tokens += len[i] = sequence_length(lengths, o.gpt.seq_len, o.seed, first + i);
-    return make_variable_microbatches(windows, M, b, o.gpt.seq_len, len);
+    TextBatch batch = draw_text_batch(*sampler_text, lengths, M, b, o.gpt.seq_len, o.seed);
+    tokens = batch.tokens;  // this step's real tokens
+    return std::move(batch.microbatches);
   }
 
   // Checkpoints hold the full model whatever TP is: members' shards are
