@@ -116,8 +116,14 @@ Variability parse_variability(const std::string& spec) {
 void validate(const CostOptions& o) {
   if (o.durations && o.var.type != Variability::Type::None)
     throw SpecError("--durations replays measured durations: drop --variability (or drop --durations)");
-  for (Kind k : {Kind::F, Kind::B, Kind::W, Kind::BW})
+  for (Kind k : {Kind::F, Kind::B, Kind::W, Kind::BW}) {
     if (!(o.base.of(k) >= 0)) throw SpecError(fmt::format("cost of {} must not be negative", kind_name(k)));
+    for (size_t s = 0; s < o.stage_base.size(); ++s)
+      if (!(o.stage_base[s].of(k) >= 0) || !std::isfinite(o.stage_base[s].of(k)))
+        throw SpecError(fmt::format("stage {}: cost of {} must be finite and not negative", s, kind_name(k)));
+  }
+  if (o.durations && !o.stage_base.empty())
+    throw SpecError("--durations replays measured durations: drop --profile (or drop --durations)");
   if (!(o.unit_ms > 0) || !std::isfinite(o.unit_ms)) throw SpecError(fmt::format("--unit-ms {} must be positive", o.unit_ms));
   if (!(o.link_ms >= 0) || !std::isfinite(o.link_ms)) throw SpecError(fmt::format("--link-ms {} must not be negative", o.link_ms));
   if (!(o.link_jitter >= 0 && o.link_jitter < 1))
@@ -137,6 +143,9 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
   Durations d;
   d.task_s.resize(n);
   if (o.durations) check_trace_fits(*o.durations, g);
+  if (!o.stage_base.empty() && static_cast<int>(o.stage_base.size()) != g.spec().stages)
+    throw SpecError(fmt::format("the profile's partition has {} stages, the pipeline {}", o.stage_base.size(),
+                                g.spec().stages));
   for (int id = 0; id < n; ++id) {
     if (o.durations) {
       d.task_s[id] = trace_duration(*o.durations, g, id, o.seed);
@@ -162,7 +171,8 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
         break;
       }
     }
-    d.task_s[id] = o.base.of(t.kind) * factor * o.unit_ms * 1e-3;
+    const BaseCost& base = o.stage_base.empty() ? o.base : o.stage_base[t.stage];
+    d.task_s[id] = base.of(t.kind) * factor * o.unit_ms * 1e-3;
   }
   d.edge_off.assign(n + 1, 0);
   for (int id = 0; id < n; ++id) d.edge_off[id + 1] = d.edge_off[id] + g.preds(id).size();

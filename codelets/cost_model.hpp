@@ -43,6 +43,9 @@ struct CostOptions {
   double link_ms = 0;      // mean delay of an edge that crosses devices
   double link_jitter = 0;  // relative, in [0, 1): uniform in ms*(1 +- jitter)
   std::uint64_t seed = 1;
+  // Per model stage, instead of `base` (a `--profile`'s stage costs, in
+  // units of unit_ms); empty = `base` on every stage.
+  std::vector<BaseCost> stage_base;
   // Measured durations (`--durations FILE`) instead of base x variability;
   // the link model still applies.
   std::shared_ptr<const DurationTrace> durations;

@@ -20,6 +20,7 @@ namespace {
 struct BenchArgs {
   HintFlags hint;
   CostFlags cost;
+  ProfileFlags profile;
   std::string json, trace, policy, collective_log;
   int tensor_parallel = 1;
   int slack = -1, iterations = 1;
@@ -38,6 +39,10 @@ void run(const BenchArgs& a) {
     throw SpecError("--collective-log needs --tensor-parallel 2 or more");
   BenchConfig cfg;
   cfg.cost = a.cost.resolve();
+  if (a.profile.given())
+    a.profile.apply(cfg.cost, a.profile.costs(hint.spec().stages));
+  else if (!a.profile.partition.empty())
+    throw SpecError("--partition needs --profile FILE");
   cfg.exec.policy = a.policy;
   cfg.exec.inflight_slack = a.slack >= 0 ? a.slack : inflight_slack_from_env();
   cfg.exec.profile = !a.trace.empty();
@@ -95,6 +100,7 @@ void add_bench_command(CLI::App& app) {
                                           "(policy: STARPU_SCHED, default rrfp-wait)");
   add_hint_flags(cmd, a->hint, false);
   add_cost_flags(cmd, a->cost);
+  add_profile_flags(cmd, a->profile);
   cmd->add_option("--inflight-slack", a->slack, "raise the in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
   cmd->add_option("--message-mb", a->message_mb,
                   "size of every activation and gradient message (StarPU data handle), MiB; checked by its consumer")

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "drivers/commands.hpp"
 #include "drivers/flags.hpp"
@@ -10,6 +11,7 @@
 #include "plot/render.hpp"
 #include "plot/timeline.hpp"
 #include "sim/compare.hpp"
+#include "sim/plan.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sim_timeline.hpp"
@@ -21,6 +23,8 @@ namespace {
 struct SimFlags {
   HintFlags hint;
   CostFlags cost;
+  ProfileFlags profile;
+  std::string plan;
   std::string policy = "rrfp-wait";  // the runtime's default
   int slack = 0;
   double latency_ms = 0, bandwidth_gbps = 0, message_mb = 0, act_mb = 1, weight_mb = 1;
@@ -55,12 +59,38 @@ void add_comm_flags(CLI::App* c, SimFlags& f) {
   c->add_flag("--parallel-links", f.parallel_links, "transfers on one link do not queue behind each other");
 }
 
+// --plan: the plan's hint, stage costs, link and memory (rrfp tune).
+void run_plan(const SimFlags& f, Hint& h, Scenario& sc) {
+  const Plan p = read_plan(f.plan);
+  h = plan_hint(p);
+  const Scenario base = f.scenario();
+  sc = plan_scenario(p, base.mode, base.inflight_slack);
+  sc.cost.seed = base.cost.seed;
+  fmt::print("plan {}: {} {} partition {}, predicted {:.3f} ms when tuned\n", f.plan, p.placement, p.schedule,
+             fmt::join(p.counts, ","), p.predicted_step_s * 1e3);
+}
+
 void run(const SimFlags& f) {
-  Hint h = f.hint.make();
-  Scenario sc = f.scenario();
-  for (int s = 0; s < h.spec().stages; ++s) {
-    sc.memory.activation_bytes.push_back(f.act_mb * 1e6);
-    sc.memory.weight_bytes.push_back(f.weight_mb * 1e6);
+  Hint h;
+  Scenario sc;
+  if (!f.plan.empty()) {
+    run_plan(f, h, sc);
+  } else {
+    h = f.hint.make();
+    sc = f.scenario();
+    if (f.profile.given()) {
+      const StageCosts c = f.profile.costs(h.spec().stages);
+      f.profile.apply(sc.cost, c);
+      sc.memory.activation_bytes = c.activation_bytes;
+      sc.memory.weight_bytes = c.weight_bytes;
+      if (f.message_mb == 0 && f.bandwidth_gbps > 0) sc.comm.message_bytes = c.message_bytes;
+    } else {
+      if (!f.profile.partition.empty()) throw SpecError("--partition needs --profile FILE");
+      for (int s = 0; s < h.spec().stages; ++s) {
+        sc.memory.activation_bytes.push_back(f.act_mb * 1e6);
+        sc.memory.weight_bytes.push_back(f.weight_mb * 1e6);
+      }
+    }
   }
   ScenarioResult r = run_scenario(h, sc);
   if (!r.sim.complete) throw SpecError(fmt::format("hint '{}' under {}: {}", h.name, f.policy, r.sim.stuck));
@@ -194,6 +224,8 @@ void add_sim_command(CLI::App& app) {
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
   c->add_option("--act-mb", f->act_mb, "activation MB held per in-flight microbatch and stage");
   c->add_option("--weight-mb", f->weight_mb, "weight MB per stage");
+  add_profile_flags(c, f->profile);
+  c->add_option("--plan", f->plan, "simulate a tuned plan (rrfp tune -o PLAN): its hint, stage costs, link and memory");
   c->add_option("--json", f->json, "write the result as JSON");
   c->add_option("--trace", f->trace, "write a Chrome/Perfetto trace");
   c->add_option("--png,--svg", f->picture, "draw the timeline (.png or .svg)");

@@ -18,6 +18,7 @@ void add_train_command(CLI::App& app) {
   auto o = std::make_shared<train::TrainOptions>();
   auto split = std::make_shared<bool>(false), fused = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
+  auto widths = std::make_shared<std::string>(), partition = std::make_shared<std::string>();
   auto* c = app.add_subcommand("train", "Train a model (gpt-tiny, mm-tiny) with pipeline parallelism on StarPU");
   // A repeated option takes its last value, so scripts/main.sh ARGS can override its defaults.
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -54,6 +55,14 @@ void add_train_command(CLI::App& app) {
                 "gpt-tiny sequence lengths: fixed | uniform:MIN:MAX | lognormal[:MEDIAN[:SIGMA]] | docs (the --data "
                 "documents, split at blank lines); microbatches are padded to their longest")
       ->capture_default_str();
+  c->add_option("--mlp-widths", *widths,
+                "gpt-tiny: MLP hidden width of each block, comma-separated (0: attention only); default 4 x d-model");
+  auto* part = c->add_option("--partition", *partition,
+                             "blocks per model stage, comma-separated (default: even; the first stage may hold the "
+                             "embedding alone and the last the head alone)");
+  auto* plan = c->add_option("--plan", o->plan_path,
+                             "train a tuned plan (rrfp tune -o PLAN): its partition, placement and hint");
+  plan->excludes(part);
   c->add_option("--enc-layers", o->enc_layers, "vision encoder blocks (mm-tiny)")->capture_default_str();
   c->add_option("--tensor-parallel", o->tensor_parallel,
                 "gpt-tiny: split each device's stages over T workers (Megatron column/row-parallel blocks)")
@@ -66,8 +75,14 @@ void add_train_command(CLI::App& app) {
   c->add_option("--link-ms", o->link_ms, "emulated delay of every message between devices (ms; reorders arrivals)")
       ->capture_default_str();
   c->add_option("--link-jitter", o->link_jitter, "relative jitter of --link-ms, in [0,1)")->capture_default_str();
-  c->callback([o, split, fused, quiet, stages, microbatches, chunks, inflight] {
+  c->callback([o, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, c] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
+    if (!widths->empty()) o->gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
+    if (!partition->empty()) o->partition = train::parse_int_list(*partition, "--partition");
+    if (!o->plan_path.empty())
+      for (const char* flag : {"--hint", "--stages", "--microbatches", "--chunks", "--split", "--fused"})
+        if (c->count(flag) > 0)
+          throw SpecError(fmt::format("--plan fixes the schedule and its dimensions: drop {}", flag));
     if (is_csv_hint(o->hint)) {  // the file's dimensions, unless given (docs/hints.md)
       if (stages->count() == 0) o->stages = 0;
       if (microbatches->count() == 0) o->microbatches = 0;

@@ -11,5 +11,7 @@ void add_train_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_sim_command(CLI::App& app);
 void add_topo_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
 
 }  // namespace rrfp::cli

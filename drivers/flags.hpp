@@ -2,14 +2,18 @@
 // `rrfp bench`, `rrfp sim` and `rrfp train` spell them the same way.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "codelets/cost_model.hpp"
 #include "hints/generators.hpp"
+#include "sim/profile.hpp"
 
 namespace rrfp::cli {
 
@@ -71,6 +75,56 @@ struct CostFlags {
     return o;
   }
 };
+
+// --profile FILE [--partition N,N,...]: a profiled model's costs per stage
+// (rrfp profile) instead of --cost; the even split rrfp train uses unless
+// --partition gives blocks per model stage.
+struct ProfileFlags {
+  std::string profile, partition;
+  bool given() const { return !profile.empty(); }
+  // The stage costs for a pipeline of `stages` model stages.
+  StageCosts costs(int stages) const {
+    if (!given()) throw SpecError("--partition needs --profile FILE");
+    const ModelProfile p = read_profile(profile);
+    std::vector<int> counts;
+    if (partition.empty()) {
+      counts = even_counts(p.model, p.blocks(), stages);
+    } else {
+      for (const std::string& c : split_csv_list(partition)) counts.push_back(static_cast<int>(parse_count(c)));
+      if (static_cast<int>(counts.size()) != stages)
+        throw SpecError(fmt::format("--partition has {} stages, the hint {}", counts.size(), stages));
+    }
+    return stage_costs(p, counts);
+  }
+  // Applies the costs to a cost model (per-stage means, in ms).
+  void apply(CostOptions& o, const StageCosts& c) const {
+    o.stage_base = c.cost;
+    o.unit_ms = 1;
+    validate(o);
+  }
+  static std::vector<std::string> split_csv_list(const std::string& s) {
+    std::vector<std::string> out;
+    size_t b = 0;
+    while (b <= s.size()) {
+      size_t e = std::min(s.find(',', b), s.size());
+      out.push_back(s.substr(b, e - b));
+      b = e + 1;
+    }
+    return out;
+  }
+  static double parse_count(const std::string& c) {
+    const double v = parse_number(c, "--partition");
+    if (v < 0 || v != std::floor(v)) throw SpecError(fmt::format("--partition: '{}' is not a block count", c));
+    return v;
+  }
+};
+
+inline void add_profile_flags(CLI::App* app, ProfileFlags& f) {
+  app->add_option("--profile", f.profile,
+                  "per-layer costs of a model (rrfp profile -o FILE) instead of --cost: each stage costs the sum "
+                  "of its layers, split evenly as rrfp train does unless --partition is given");
+  app->add_option("--partition", f.partition, "with --profile: blocks per model stage, e.g. 1,3");
+}
 
 inline void add_cost_flags(CLI::App* app, CostFlags& f) {
   app->add_option("--cost", f.cost, "base cost per kind in units, e.g. F=1,B=1,W=1 or F=1,BW=2")->capture_default_str();

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   rrfp::cli::add_plot_command(app);
   rrfp::cli::add_sim_command(app);
   rrfp::cli::add_topo_command(app);
+  rrfp::cli::add_profile_command(app);
+  rrfp::cli::add_tune_command(app);
   if (rrfp::cli::launched_under_mpi()) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
   try {
     app.parse(argc, argv);

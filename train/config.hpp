@@ -15,13 +15,21 @@ struct GptConfig {
   int heads = 4;
   int layers = 4;      // transformer blocks; the most model stages possible
   int seq_len = 64;    // tokens per sequence
+  // Per block, the MLP's hidden width (0: an attention-only block); empty =
+  // 4 * d_model everywhere. Unequal widths make blocks unequal work.
+  std::vector<int> mlp_widths;
+  int mlp_width(int block) const { return mlp_widths.empty() ? 4 * d_model : mlp_widths[block]; }
+  bool uniform_mlp() const;  // every block has the default 4 * d_model
   // Throws SpecError naming the first bad size.
   void validate() const;
   bool operator==(const GptConfig& o) const {
     return vocab == o.vocab && d_model == o.d_model && heads == o.heads && layers == o.layers &&
-           seq_len == o.seq_len;
+           seq_len == o.seq_len && mlp_widths == o.mlp_widths;
   }
 };
+
+// "W1,W2,...": one MLP width per block. Throws SpecError naming the flag.
+std::vector<int> parse_int_list(const std::string& s, const char* flag);
 
 // Blocks [first, last) of the model held by each model stage; the first stage
 // also holds the embeddings, the last the final norm, the head and the loss.
@@ -32,5 +40,10 @@ struct StageRange {
 // Contiguous, balanced (sizes differ by at most one, larger ones first).
 // Throws SpecError when there are more stages than blocks.
 std::vector<StageRange> partition_blocks(int layers, int stages);
+// Any contiguous split, given as blocks per model stage (`--partition`, a
+// plan's cuts). The first stage may hold the embedding alone and the last
+// the head alone (0 blocks); every other stage needs a block. Throws
+// SpecError when the counts do not cover `layers` blocks or leave a stage empty.
+std::vector<StageRange> partition_from_counts(const std::vector<int>& blocks_per_stage, int layers);
 
 }  // namespace rrfp::train

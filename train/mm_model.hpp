@@ -21,6 +21,8 @@ class MmModel : public Model {
   // One stage: everything. More: stage 0 is the vision encoder alone, the
   // language blocks are split over the others.
   std::vector<StageRange> partition(int stages) const override;
+  using Model::partition;
+  int blocks() const override { return cfg_.layers; }
   std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const override;
   torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                               const Microbatch& mb) const override;

@@ -1,7 +1,10 @@
 #include "train/model.hpp"
 #include "train/linear_tape.hpp"
 
+#include "graph/pipeline_spec.hpp"
+
 #include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
@@ -20,21 +23,25 @@ torch::Tensor ParamFactory::zeros(int64_t n) { return torch::zeros({n}, torch::k
 torch::Tensor ParamFactory::ones(int64_t n) { return torch::ones({n}, torch::kFloat32).requires_grad_(true); }
 
 BlockParams ParamFactory::block(int64_t d, int layers_for_scaling, const std::string& prefix,
-                                std::vector<NamedParam>& out) {
+                                std::vector<NamedParam>& out, int64_t mlp) {
+  if (mlp < 0) mlp = 4 * d;
   // GPT-2 style: residual projections scaled down with depth.
   const double proj_std = 0.02 / std::sqrt(2.0 * layers_for_scaling);
   BlockParams b;
   b.ln1_w = ones(d), b.ln1_b = zeros(d);
   b.qkv_w = normal({3 * d, d}, 0.02), b.qkv_b = zeros(3 * d);
   b.proj_w = normal({d, d}, proj_std), b.proj_b = zeros(d);
-  b.ln2_w = ones(d), b.ln2_b = zeros(d);
-  b.fc1_w = normal({4 * d, d}, 0.02), b.fc1_b = zeros(4 * d);
-  b.fc2_w = normal({d, 4 * d}, proj_std), b.fc2_b = zeros(d);
-  for (auto& [n, t] : std::vector<std::pair<const char*, torch::Tensor*>>{
-           {"ln1.w", &b.ln1_w}, {"ln1.b", &b.ln1_b}, {"qkv.w", &b.qkv_w}, {"qkv.b", &b.qkv_b},
-           {"proj.w", &b.proj_w}, {"proj.b", &b.proj_b}, {"ln2.w", &b.ln2_w}, {"ln2.b", &b.ln2_b},
-           {"fc1.w", &b.fc1_w}, {"fc1.b", &b.fc1_b}, {"fc2.w", &b.fc2_w}, {"fc2.b", &b.fc2_b}})
-    out.push_back({prefix + n, *t});
+  std::vector<std::pair<const char*, torch::Tensor*>> named = {
+      {"ln1.w", &b.ln1_w}, {"ln1.b", &b.ln1_b}, {"qkv.w", &b.qkv_w}, {"qkv.b", &b.qkv_b},
+      {"proj.w", &b.proj_w}, {"proj.b", &b.proj_b}};
+  if (mlp > 0) {
+    b.ln2_w = ones(d), b.ln2_b = zeros(d);
+    b.fc1_w = normal({mlp, d}, 0.02), b.fc1_b = zeros(mlp);
+    b.fc2_w = normal({d, mlp}, proj_std), b.fc2_b = zeros(d);
+    named.insert(named.end(), {{"ln2.w", &b.ln2_w}, {"ln2.b", &b.ln2_b}, {"fc1.w", &b.fc1_w},
+                               {"fc1.b", &b.fc1_b}, {"fc2.w", &b.fc2_w}, {"fc2.b", &b.fc2_b}});
+  }
+  for (auto& [n, t] : named) out.push_back({prefix + n, *t});
   return b;
 }
 
@@ -77,8 +84,16 @@ torch::Tensor transformer_block(const BlockParams& b, const torch::Tensor& x, in
   auto h = torch::layer_norm(x, {d}, b.ln1_w, b.ln1_b);
   auto y = self_attention(h, b.qkv_w, b.qkv_b, H, d / H, masked);
   auto x1 = x + tape_linear(y, b.proj_w, b.proj_b);
+  if (!b.fc1_w.defined()) return x1;  // attention-only block
   auto h2 = torch::layer_norm(x1, {d}, b.ln2_w, b.ln2_b);
   return x1 + tape_linear(torch::gelu(tape_linear(h2, b.fc1_w, b.fc1_b)), b.fc2_w, b.fc2_b);
+}
+
+std::vector<StageRange> Model::partition(int stages, const std::vector<int>& counts) const {
+  if (counts.empty()) return partition(stages);
+  if (static_cast<int>(counts.size()) != stages)
+    throw SpecError(fmt::format("partition has {} stages, the schedule {}", counts.size(), stages));
+  return partition_from_counts(counts, blocks());
 }
 
 torch::Tensor Model::loss(const torch::Tensor& logits, const torch::Tensor& targets) {
@@ -97,7 +112,7 @@ GptModel::GptModel(const GptConfig& cfg, std::uint64_t seed) : cfg_(cfg) {
   params_.push_back({"pos_emb", pos_emb_});
   for (int i = 0; i < cfg.layers; ++i) {
     block_param_begin_.push_back(params_.size());
-    blocks_.push_back(f.block(d, cfg.layers, "block" + std::to_string(i) + ".", params_));
+    blocks_.push_back(f.block(d, cfg.layers, "block" + std::to_string(i) + ".", params_, cfg.mlp_width(i)));
   }
   block_param_begin_.push_back(params_.size());
   head_ = f.head(d, V, params_);

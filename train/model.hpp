@@ -38,6 +38,11 @@ class Model {
   virtual const std::vector<NamedParam>& all_params() const = 0;
   // Throws SpecError when the model cannot be split into `stages`.
   virtual std::vector<StageRange> partition(int stages) const = 0;
+  // Blocks a partition splits (gpt-tiny: its blocks; mm-tiny: its language
+  // blocks, after the vision encoder that always opens stage 0).
+  virtual int blocks() const = 0;
+  // `counts` blocks per stage (partition_from_counts); empty = partition(stages).
+  std::vector<StageRange> partition(int stages, const std::vector<int>& counts) const;
   // Parameters of one stage, in global order.
   virtual std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const = 0;
   // First stage: input ignored, reads mb. Last stage: returns logits.
@@ -65,8 +70,10 @@ class ParamFactory {
   torch::Tensor normal(std::vector<int64_t> shape, double stdv);
   static torch::Tensor zeros(int64_t n);
   static torch::Tensor ones(int64_t n);
-  // A pre-norm block of width d with a 4d MLP, its params appended to `out`.
-  BlockParams block(int64_t d, int layers_for_scaling, const std::string& prefix, std::vector<NamedParam>& out);
+  // A pre-norm block of width d with an MLP of hidden width `mlp` (default
+  // 4d; 0: attention only, no MLP parameters), its params appended to `out`.
+  BlockParams block(int64_t d, int layers_for_scaling, const std::string& prefix, std::vector<NamedParam>& out,
+                    int64_t mlp = -1);
   // Final norm and a d -> vocab head ("lnf.w", "lnf.b", "head.w", "head.b"), appended to `out`.
   HeadParams head(int64_t d, int64_t vocab, std::vector<NamedParam>& out);
 
@@ -79,7 +86,7 @@ class ParamFactory {
 torch::Tensor self_attention(const torch::Tensor& h, const torch::Tensor& qkv_w, const torch::Tensor& qkv_b,
                              int64_t heads, int64_t dh, const torch::Tensor& masked);
 
-// Pre-norm transformer block; `masked` (broadcast to [b, H, T, T]) marks the
+// Pre-norm transformer block (attention only when it has no MLP); `masked` (broadcast to [b, H, T, T]) marks the
 // attention scores to drop (causal and/or padding).
 torch::Tensor transformer_block(const BlockParams& b, const torch::Tensor& x, int64_t heads,
                                 const torch::Tensor& masked);
@@ -91,6 +98,8 @@ class GptModel : public Model {
   const GptConfig& config() const { return cfg_; }
   const std::vector<NamedParam>& all_params() const override { return params_; }
   std::vector<StageRange> partition(int stages) const override { return partition_blocks(cfg_.layers, stages); }
+  using Model::partition;
+  int blocks() const override { return cfg_.layers; }
   std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const override;
   torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                               const Microbatch& mb) const override;

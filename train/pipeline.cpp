@@ -28,10 +28,11 @@ std::vector<Microbatch> make_microbatches(const std::vector<std::uint8_t>& windo
   return out;
 }
 
-Pipeline::Pipeline(const Model& model, int model_stages, int microbatches, bool deterministic)
+Pipeline::Pipeline(const Model& model, int model_stages, int microbatches, bool deterministic,
+                   const std::vector<int>& counts)
     : model_(&model), M_(microbatches), det_(deterministic) {
   install_memory_accounting();
-  const auto ranges = model.partition(model_stages);
+  const auto ranges = model.partition(model_stages, counts);
   for (int s = 0; s < model_stages; ++s) {
     stages_.emplace_back(model, ranges[s], s == 0, s + 1 == model_stages);
     mem_.push_back(std::make_shared<MemCounter>());

@@ -42,7 +42,9 @@ class Pipeline {
   // plain loop's: a gradient that arrives before an earlier microbatch's
   // waits in a reorder buffer (none waits when W runs in microbatch order,
   // as in GPipe, 1F1B and ZB-H1; at most M - 1 copies otherwise).
-  Pipeline(const Model& model, int model_stages, int microbatches, bool deterministic);
+  // `counts`: blocks per model stage (Model::partition); empty = the even split.
+  Pipeline(const Model& model, int model_stages, int microbatches, bool deterministic,
+           const std::vector<int>& counts = {});
   ~Pipeline();
 
   int stages() const { return static_cast<int>(stages_.size()); }

@@ -42,6 +42,8 @@ class GptTpShard : public Model {
   GptTpShard(const GptModel& full, int members, int member);
   const std::vector<NamedParam>& all_params() const override { return params_; }
   std::vector<StageRange> partition(int stages) const override { return partition_blocks(cfg_.layers, stages); }
+  using Model::partition;
+  int blocks() const override { return cfg_.layers; }
   std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const override;
   torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                               const Microbatch& mb) const override;

@@ -22,6 +22,7 @@
 #include "train/seq_lengths.hpp"
 #include "train/reference.hpp"
 #include "train/replay_order.hpp"
+#include "train/run_shape.hpp"
 #include "train/tp_model.hpp"
 #include "train/trainer_io.hpp"
 
@@ -78,24 +79,8 @@ struct Trainer::Impl {
     check_options(o);
     return o.batch_size > 0 ? o.batch_size / o.microbatches : o.micro_batch_size;
   }
-  // The hint decides the run's dimensions: a CSV hint takes its own for
-  // --stages / --microbatches / --chunks left at 0 and refuses others that
-  // disagree, so the data is sized by the schedule that actually runs.
-  struct Resolved {
-    TrainOptions o;
-    Hint hint;
-  };
-  static Resolved resolve(TrainOptions o) {
-    HintParams hp;
-    hp.stages = o.stages;
-    hp.microbatches = o.microbatches;
-    hp.chunks = o.chunks;
-    hp.split = o.split;
-    Hint h = make_hint(o.hint, hp);
-    o.stages = h.devices();
-    o.microbatches = h.spec().microbatches;
-    return {std::move(o), std::move(h)};
-  }
+  using Resolved = ResolvedRun;
+  static Resolved resolve(TrainOptions o) { return resolve_run(std::move(o)); }
 
   explicit Impl(const TrainOptions& opt) : Impl(resolve(opt)) {}
   explicit Impl(Resolved r)
@@ -113,7 +98,7 @@ struct Trainer::Impl {
       model_ptr = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
     else
       model_ptr = std::make_unique<GptModel>(o.gpt, o.seed);
-    model().partition(P);  // "more stages than blocks" before any work
+    model().partition(P, o.partition);  // "more stages than blocks" before any work
     for (int t = 0; t < TP && TP > 1; ++t)
       shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model()), TP, t));
     if (mm) {
@@ -129,7 +114,7 @@ struct Trainer::Impl {
     // caption, a fixed size), a StarPU data handle of that many floats.
     msg_shape = {b, mm ? kPrefix + kCaption : o.gpt.seq_len, o.gpt.d_model};
     for (int t = 0; t < TP; ++t) {
-      owned_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic));
+      owned_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic, o.partition));
       owned_pipes.back()->set_message_shape(msg_shape);
       pipes.push_back(owned_pipes.back().get());
     }

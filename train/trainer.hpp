@@ -24,6 +24,11 @@ struct TrainOptions {
   int batch_size = 0;        // if set: sequences per step, must divide by microbatches
   int steps = 60;            // train until this step number
   std::string hint = "1f1b";
+  // Blocks per model stage (`--partition 1,3`); empty = the even split.
+  std::vector<int> partition;
+  // `--plan FILE` (rrfp tune): its partition, placement and hint replace
+  // --partition, --hint, --stages, --chunks and --microbatches (docs/tuner.md).
+  std::string plan_path;
   std::string data_path;     // "" = generated corpus
   // gpt-tiny: per-sequence lengths (train/seq_lengths.hpp); "fixed" = all --seq-len.
   std::string seq_len_dist = "fixed";

@@ -40,6 +40,12 @@ void check_options(const TrainOptions& o) {
     throw SpecError("--tensor-parallel applies to gpt-tiny (mm-tiny has no tensor-parallel blocks)");
   if (o.tensor_parallel > 1 && o.executor != "starpu")
     throw SpecError("--tensor-parallel needs the StarPU executor: its members run concurrently");
+  if (!o.gpt.mlp_widths.empty() && o.model != "gpt-tiny")
+    throw SpecError("--mlp-widths applies to gpt-tiny (mm-tiny's blocks have the default width)");
+  if (o.tensor_parallel > 1 && !o.gpt.uniform_mlp())
+    throw SpecError("--mlp-widths with --tensor-parallel is not supported (the shards split 4 * d_model)");
+  if (o.tensor_parallel > 1 && !o.partition.empty())
+    throw SpecError("--partition / --plan with --tensor-parallel is not supported");
   if (o.inflight_slack < 0) throw SpecError("the in-flight slack must not be negative");
   if (!(o.link_ms >= 0)) throw SpecError(fmt::format("--link-ms {} must not be negative", o.link_ms));
   if (!(o.link_jitter >= 0 && o.link_jitter < 1))
@@ -60,7 +66,10 @@ std::function<double(int, int)> link_delays(const TrainOptions& o, int step) {
 }
 
 nlohmann::json gpt_json(const GptConfig& c) {
-  return {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"layers", c.layers}, {"seq_len", c.seq_len}};
+  nlohmann::json j = {
+      {"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"layers", c.layers}, {"seq_len", c.seq_len}};
+  if (!c.mlp_widths.empty()) j["mlp_widths"] = c.mlp_widths;
+  return j;
 }
 
 CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t) {
@@ -85,6 +94,7 @@ nlohmann::json identity(const TrainOptions& o, int model_stages, int b) {
                       {"model_stages", model_stages}, {"microbatches", o.microbatches}, {"micro_batch_size", b}};
   if (o.model == "mm-tiny") j["enc_layers"] = o.enc_layers;
   if (o.seq_len_dist != "fixed") j["seq_len_dist"] = o.seq_len_dist;
+  if (!o.partition.empty()) j["partition"] = o.partition;
   return j;
 }
 

@@ -1,0 +1,52 @@
+// rrfp profile: per-layer F, B, W and BW times, activation and weight bytes
+// of a model on this machine, written as a profile JSON for rrfp tune and
+// for --profile in rrfp sim and rrfp bench.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "drivers/commands.hpp"
+#include "sim/profile.hpp"
+#include "train/blas.hpp"
+#include "train/profile_model.hpp"
+
+namespace rrfp::cli {
+
+void add_profile_command(CLI::App& app) {
+  auto o = std::make_shared<train::ProfileOptions>();
+  auto out = std::make_shared<std::string>();
+  auto widths = std::make_shared<std::string>();
+  auto* c = app.add_subcommand("profile", "Measure each layer's F, B, W and BW of a model (for rrfp tune and --profile)");
+  train::TrainOptions& m = o->model;
+  c->add_option("--model", m.model, "model: gpt-tiny or mm-tiny")->capture_default_str();
+  c->add_option("--layers", m.gpt.layers, "transformer blocks")->capture_default_str();
+  c->add_option("--d-model", m.gpt.d_model, "model width")->capture_default_str();
+  c->add_option("--heads", m.gpt.heads, "attention heads")->capture_default_str();
+  c->add_option("--seq-len", m.gpt.seq_len, "tokens per sequence (gpt-tiny)")->capture_default_str();
+  c->add_option("--mlp-widths", *widths, "gpt-tiny: MLP hidden width of each block (0: attention only)");
+  c->add_option("--enc-layers", m.enc_layers, "vision encoder blocks (mm-tiny)")->capture_default_str();
+  c->add_option("--micro-batch-size", m.micro_batch_size, "sequences per microbatch")->capture_default_str();
+  c->add_option("--data", m.data_path, "text file (gpt-tiny; default: generated corpus)");
+  c->add_option("--seed", m.seed, "seed of weights and data")->capture_default_str();
+  c->add_option("--repetitions", o->repetitions, "timed microbatches per pass")->capture_default_str();
+  c->add_option("-o,--output", *out, "write the profile JSON here")->required();
+  c->callback([o, out, widths] {
+    if (!widths->empty()) o->model.gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
+    fmt::print("blas: {}, one thread per worker\n", train::blas_in_use().describe());
+    const ModelProfile p = train::profile_model(*o, [](const std::string& line) {
+      fmt::print("{}\n", line);
+      std::fflush(stdout);
+    });
+    write_profile(*out, p);
+    fmt::print("{:<10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}\n", "layer", "F ms", "B ms", "W ms", "BW ms", "act KiB",
+               "weight KiB");
+    for (const LayerProfile& l : p.layers)
+      fmt::print("{:<10} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.1f} {:>10.1f}\n", l.name, l.f.mean_s * 1e3,
+                 l.b.mean_s * 1e3, l.w.mean_s * 1e3, l.bw.mean_s * 1e3, l.activation_bytes / 1024,
+                 l.weight_bytes / 1024);
+    fmt::print("wrote {}\n", *out);
+  });
+}
+
+}  // namespace rrfp::cli

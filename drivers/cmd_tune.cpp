@@ -1,0 +1,88 @@
+// rrfp tune: search partition, placement and schedule of a profiled model on
+// the simulator under a memory limit, and write the best plan (docs/tuner.md).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "drivers/commands.hpp"
+#include "sim/tuner.hpp"
+
+namespace rrfp::cli {
+
+namespace {
+
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b < s.size()) {
+    size_t e = std::min(s.find(',', b), s.size());
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app) {
+  auto o = std::make_shared<TuneOptions>();
+  auto profile = std::make_shared<std::string>(), out = std::make_shared<std::string>();
+  auto policy = std::make_shared<std::string>("rrfp-wait");
+  auto placements = std::make_shared<std::string>(), schedules = std::make_shared<std::string>();
+  auto memory_mb = std::make_shared<double>(0), latency_ms = std::make_shared<double>(0);
+  auto bandwidth = std::make_shared<double>(0);
+  auto quiet = std::make_shared<bool>(false);
+  auto* c = app.add_subcommand("tune", "Co-optimise partition, placement and schedule of a profiled model on the "
+                                       "simulator; write the plan");
+  c->add_option("--profile", *profile, "the model's profile (rrfp profile -o FILE)")->required();
+  c->add_option("--devices", o->devices, "pipeline devices")->capture_default_str();
+  c->add_option("--microbatches", o->microbatches, "microbatches per step")->capture_default_str();
+  c->add_option("--memory-mb", *memory_mb,
+                "per device: activation peak + 4 x weights (weights, gradients, AdamW moments) may not exceed this "
+                "(MiB; 0 = no limit)");
+  c->add_option("--latency-ms", *latency_ms, "per-message link latency (ms)");
+  c->add_option("--bandwidth-gbps", *bandwidth, "link bandwidth (Gbit/s); 0 = infinite");
+  c->add_option("--link-ms", o->link_ms, "extra delay of every message between devices (ms), as rrfp train --link-ms");
+  c->add_option("--policy", *policy, "the policy the plan is simulated under: rrfp-wait, rrfp or rrfp-fixed")
+      ->capture_default_str();
+  c->add_option("--inflight-slack", o->inflight_slack, "extra in-flight microbatches, as the runtime's");
+  c->add_option("--placements", *placements, "comma-separated: linear, interleaved:V, vshape (default: all three, V=2)");
+  c->add_option("--schedules", *schedules,
+                "comma-separated subset of gpipe, 1f1b, zb-h1, zb-h2, interleaved-1f1b, zbv, greedy, greedy-wide");
+  c->add_option("--max-moves", o->max_moves, "block moves per placement and schedule")->capture_default_str();
+  c->add_flag("--quiet", *quiet, "only the result");
+  c->add_option("-o,--output", *out, "write the plan JSON here")->required();
+  c->callback([=] {
+    if (*memory_mb < 0 || *latency_ms < 0 || *bandwidth < 0)
+      throw SpecError("--memory-mb, --latency-ms and --bandwidth-gbps must not be negative");
+    o->memory_bytes = *memory_mb * 1048576;
+    o->latency_s = *latency_ms * 1e-3;
+    o->bandwidth_Bps = *bandwidth * 1e9 / 8;
+    o->mode = parse_mode(*policy);
+    o->placements = split_names(*placements);
+    o->schedules = split_names(*schedules);
+    if (!*quiet)
+      o->log = [](const std::string& line) {
+        fmt::print("{}\n", line);
+        std::fflush(stdout);
+      };
+    const ModelProfile prof = read_profile(*profile);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Plan p = tune(prof, *o);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    write_plan(*out, p);
+    fmt::print("plan: {} {} partition {} on {} devices, {} microbatches\n", p.placement, p.schedule,
+               fmt::join(p.counts, ","), p.devices, p.microbatches);
+    std::vector<std::string> mem;
+    for (double m : p.memory_bytes) mem.push_back(fmt::format("{:.2f}", m / 1048576));
+    fmt::print("predicted step {:.3f} ms under {}; memory per device {} MiB{}\n", p.predicted_step_s * 1e3,
+               p.policy, fmt::join(mem, " "),
+               p.memory_limit_bytes > 0 ? fmt::format(" (limit {:.2f})", p.memory_limit_bytes / 1048576) : "");
+    fmt::print("searched {} placement/schedule pairs in {:.1f} s; wrote {}\n", p.tried.size(), took, *out);
+  });
+}
+
+}  // namespace rrfp::cli

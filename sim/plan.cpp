@@ -1,0 +1,160 @@
+#include "sim/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include "hints/csv.hpp"
+
+namespace rrfp {
+
+namespace {
+
+nlohmann::json costs_json(const StageCosts& c) {
+  nlohmann::json st = nlohmann::json::array();
+  for (size_t s = 0; s < c.cost.size(); ++s)
+    st.push_back({{"F_ms", c.cost[s].f}, {"B_ms", c.cost[s].b}, {"W_ms", c.cost[s].w}, {"BW_ms", c.cost[s].bw},
+                  {"activation_bytes", c.activation_bytes[s]}, {"weight_bytes", c.weight_bytes[s]}});
+  return st;
+}
+
+template <class T>
+T need(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) throw SpecError(fmt::format("{}: '{}' is missing", where, key));
+  try {
+    return j[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw SpecError(fmt::format("{}: '{}' has the wrong type", where, key));
+  }
+}
+
+}  // namespace
+
+nlohmann::json plan_json(const Plan& p) {
+  return {{"format", "rrfp-plan"},
+          {"version", 1},
+          {"model", p.model},
+          {"config", p.config},
+          {"micro_batch_size", p.micro_batch_size},
+          {"profile", p.profile},
+          {"devices", p.devices},
+          {"microbatches", p.microbatches},
+          {"partition", p.counts},
+          {"placement", p.placement},
+          {"stage_device", p.stage_device},
+          {"schedule", p.schedule},
+          {"policy", p.policy},
+          {"inflight_slack", p.inflight_slack},
+          {"hint_csv", p.csv},
+          {"predicted_step_s", p.predicted_step_s},
+          {"memory_limit_bytes", p.memory_limit_bytes},
+          {"memory_bytes", p.memory_bytes},
+          {"stages", costs_json(p.costs)},
+          {"message_bytes", p.costs.message_bytes},
+          {"link", {{"latency_s", p.latency_s}, {"bandwidth_Bps", p.bandwidth_Bps}, {"link_ms", p.link_ms}}},
+          {"tried", p.tried}};
+}
+
+Plan parse_plan(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object() || j.value("format", "") != "rrfp-plan")
+    throw SpecError(fmt::format("'{}' is not an rrfp plan (write one with rrfp tune -o FILE)", source));
+  Plan p;
+  p.source = source;
+  p.model = need<std::string>(j, "model", source);
+  p.config = j.value("config", nlohmann::json::object());
+  p.micro_batch_size = need<int>(j, "micro_batch_size", source);
+  p.profile = j.value("profile", "");
+  p.devices = need<int>(j, "devices", source);
+  p.microbatches = need<int>(j, "microbatches", source);
+  p.counts = need<std::vector<int>>(j, "partition", source);
+  p.placement = need<std::string>(j, "placement", source);
+  p.stage_device = need<std::vector<int>>(j, "stage_device", source);
+  p.schedule = j.value("schedule", "");
+  p.policy = j.value("policy", "rrfp-wait");
+  p.inflight_slack = j.value("inflight_slack", 0);
+  p.csv = need<std::string>(j, "hint_csv", source);
+  p.predicted_step_s = j.value("predicted_step_s", 0.0);
+  p.memory_limit_bytes = j.value("memory_limit_bytes", 0.0);
+  p.memory_bytes = j.value("memory_bytes", std::vector<double>{});
+  p.tried = j.value("tried", nlohmann::json::array());
+  if (p.devices < 1 || p.microbatches < 1 || p.micro_batch_size < 1)
+    throw SpecError(fmt::format("{}: devices, microbatches and micro_batch_size must be at least 1", source));
+  const auto stages = need<nlohmann::json>(j, "stages", source);
+  if (!stages.is_array() || stages.size() != p.counts.size())
+    throw SpecError(fmt::format("{}: 'stages' lists {} stage costs for a partition of {} stages", source,
+                                stages.is_array() ? stages.size() : 0, p.counts.size()));
+  for (const auto& s : stages) {
+    BaseCost c{need<double>(s, "F_ms", source), need<double>(s, "B_ms", source), need<double>(s, "W_ms", source),
+               need<double>(s, "BW_ms", source)};
+    p.costs.cost.push_back(c);
+    p.costs.activation_bytes.push_back(need<double>(s, "activation_bytes", source));
+    p.costs.weight_bytes.push_back(need<double>(s, "weight_bytes", source));
+  }
+  p.costs.message_bytes = j.value("message_bytes", 0.0);
+  const auto link = j.value("link", nlohmann::json::object());
+  p.latency_s = link.value("latency_s", 0.0);
+  p.bandwidth_Bps = link.value("bandwidth_Bps", 0.0);
+  p.link_ms = link.value("link_ms", 0.0);
+  if (p.stage_device.size() != p.counts.size())
+    throw SpecError(fmt::format("{}: 'stage_device' places {} stages, the partition has {}", source,
+                                p.stage_device.size(), p.counts.size()));
+  (void)plan_hint(p);  // the hint must agree with the rest
+  return p;
+}
+
+Plan read_plan(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SpecError(fmt::format("cannot read plan '{}'", path));
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
+  }
+  return parse_plan(j, path);
+}
+
+void write_plan(const std::string& path, const Plan& p) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
+    out << plan_json(p).dump(2) << "\n";
+    if (!out.flush()) throw SpecError(fmt::format("cannot write '{}'", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw SpecError(fmt::format("cannot write '{}'", path));
+}
+
+Hint plan_hint(const Plan& p) {
+  Hint h = import_csv(p.csv, p.source + ": hint_csv");
+  const PipelineSpec& sp = h.spec();
+  if (sp.devices != p.devices || sp.microbatches != p.microbatches || sp.stages != static_cast<int>(p.counts.size()))
+    throw SpecError(fmt::format("{}: the hint has {} devices, {} microbatches and {} stages; the plan says {}, {} and {}",
+                                p.source, sp.devices, sp.microbatches, sp.stages, p.devices, p.microbatches,
+                                p.counts.size()));
+  for (int s = 0; s < sp.stages; ++s)
+    if (sp.placement[0][s] != p.stage_device[s])
+      throw SpecError(fmt::format("{}: the hint puts stage {} on device {}, the plan on {}", p.source, s,
+                                  sp.placement[0][s], p.stage_device[s]));
+  h.name = p.schedule.empty() ? "plan" : "plan:" + p.schedule;
+  return h;
+}
+
+Scenario plan_scenario(const Plan& p, Mode mode, int inflight_slack) {
+  Scenario sc;
+  sc.cost.stage_base = p.costs.cost;
+  sc.cost.unit_ms = 1;
+  sc.cost.link_ms = p.link_ms;
+  sc.mode = mode;
+  sc.inflight_slack = inflight_slack;
+  sc.comm.latency_s = p.latency_s;
+  if (p.bandwidth_Bps > 0) sc.comm.bandwidth_Bps = p.bandwidth_Bps;
+  sc.comm.message_bytes = p.costs.message_bytes;
+  sc.memory.activation_bytes = p.costs.activation_bytes;
+  sc.memory.weight_bytes = p.costs.weight_bytes;
+  return sc;
+}
+
+}  // namespace rrfp

@@ -1,0 +1,52 @@
+// A tuned plan (`rrfp tune -o PLAN`): the partition of a profiled model into
+// model stages, their placement on devices, the hint (a PyTorch-style CSV),
+// and what the simulator predicted for it. `rrfp sim --plan` and `rrfp train
+// --plan` run it. Pure C++.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "hints/hint.hpp"
+#include "sim/profile.hpp"
+#include "sim/scenario.hpp"
+
+namespace rrfp {
+
+struct Plan {
+  std::string source;           // the file, for messages
+  std::string model;            // the profile's model and config
+  nlohmann::json config;
+  int micro_batch_size = 1;
+  std::string profile;          // the profile it was tuned on
+  int devices = 1, microbatches = 1;
+  std::vector<int> counts;      // blocks per model stage
+  std::string placement;        // linear | interleaved:V | vshape
+  std::vector<int> stage_device;
+  std::string schedule;         // the zoo hint it came from, or "greedy"
+  std::string policy;           // simulated under this policy
+  int inflight_slack = 0;
+  std::string csv;              // the hint
+  double predicted_step_s = 0;
+  double memory_limit_bytes = 0;      // 0: none
+  std::vector<double> memory_bytes;   // per device: activation peak + kStateCopies x weights
+  StageCosts costs;             // per model stage, what the prediction used
+  double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // the link it was tuned for (0 bandwidth: infinite)
+  nlohmann::json tried = nlohmann::json::array();        // the tuner's log
+};
+
+nlohmann::json plan_json(const Plan& p);
+// Throws SpecError naming the file and the problem; checks that the hint
+// matches the partition, the placement and the device count.
+Plan parse_plan(const nlohmann::json& j, const std::string& source);
+Plan read_plan(const std::string& path);
+void write_plan(const std::string& path, const Plan& p);  // atomically
+
+// The plan's hint, checked against its stages, devices and microbatches.
+Hint plan_hint(const Plan& p);
+// The simulator's view of the plan: its stage costs, link and memory.
+Scenario plan_scenario(const Plan& p, Mode mode, int inflight_slack);
+
+}  // namespace rrfp

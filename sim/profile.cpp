@@ -1,0 +1,176 @@
+#include "sim/profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "graph/pipeline_spec.hpp"
+
+namespace rrfp {
+
+namespace {
+
+nlohmann::json stats_json(const PassStats& s) { return {{"mean_s", s.mean_s}, {"std_s", s.std_s}}; }
+
+// A field that must be a finite number >= 0.
+double non_negative(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_number())
+    throw SpecError(fmt::format("{}: '{}' is missing or not a number", where, key));
+  const double v = j[key].get<double>();
+  if (!(v >= 0) || !std::isfinite(v)) throw SpecError(fmt::format("{}: '{}' is {} (must be >= 0)", where, key, v));
+  return v;
+}
+
+PassStats parse_stats(const nlohmann::json& layer, const char* key, const std::string& where) {
+  if (!layer.contains(key) || !layer[key].is_object())
+    throw SpecError(fmt::format("{}: pass '{}' is missing", where, key));
+  const std::string w = fmt::format("{} pass {}", where, key);
+  return {non_negative(layer[key], "mean_s", w), non_negative(layer[key], "std_s", w)};
+}
+
+}  // namespace
+
+ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object() || j.value("format", "") != "rrfp-profile")
+    throw SpecError(fmt::format("'{}' is not an rrfp profile (write one with rrfp profile -o FILE)", source));
+  ModelProfile p;
+  p.source = source;
+  p.model = j.value("model", "");
+  if (p.model != "gpt-tiny" && p.model != "mm-tiny")
+    throw SpecError(fmt::format("{}: unknown model '{}'", source, p.model));
+  p.config = j.value("config", nlohmann::json::object());
+  p.micro_batch_size = j.value("micro_batch_size", 0);
+  p.repetitions = j.value("repetitions", 0);
+  p.machine = j.value("machine", "");
+  if (p.micro_batch_size < 1) throw SpecError(fmt::format("{}: micro_batch_size must be at least 1", source));
+  if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].size() < 3)
+    throw SpecError(fmt::format("{}: 'layers' must list the first layer, at least one block and the last", source));
+  for (size_t i = 0; i < j["layers"].size(); ++i) {
+    const auto& l = j["layers"][i];
+    const std::string where = fmt::format("{}: layer {}", source, i);
+    if (!l.is_object()) throw SpecError(where + " is not an object");
+    LayerProfile lp;
+    lp.name = l.value("name", fmt::format("layer{}", i));
+    lp.f = parse_stats(l, "F", where);
+    lp.b = parse_stats(l, "B", where);
+    lp.w = parse_stats(l, "W", where);
+    lp.bw = parse_stats(l, "BW", where);
+    lp.activation_bytes = non_negative(l, "activation_bytes", where);
+    lp.weight_bytes = non_negative(l, "weight_bytes", where);
+    p.layers.push_back(std::move(lp));
+  }
+  const auto& mb = j.value("message_bytes", nlohmann::json::array());
+  if (!mb.is_array() || mb.size() + 1 != p.layers.size())
+    throw SpecError(fmt::format("{}: 'message_bytes' needs one entry per cut ({}), has {}", source,
+                                p.layers.size() - 1, mb.is_array() ? mb.size() : 0));
+  for (const auto& v : mb) {
+    if (!v.is_number() || !(v.get<double>() >= 0))
+      throw SpecError(fmt::format("{}: a message size is not a non-negative number", source));
+    p.message_bytes.push_back(v.get<double>());
+  }
+  if (p.config.contains("layers") && p.config["layers"] != p.blocks())
+    throw SpecError(fmt::format("{}: {} blocks listed, the model config says {}", source, p.blocks(),
+                                p.config["layers"].dump()));
+  return p;
+}
+
+ModelProfile read_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SpecError(fmt::format("cannot read profile '{}'", path));
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
+  }
+  return parse_profile(j, path);
+}
+
+nlohmann::json profile_json(const ModelProfile& p) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerProfile& l : p.layers)
+    layers.push_back({{"name", l.name},
+                      {"F", stats_json(l.f)},
+                      {"B", stats_json(l.b)},
+                      {"W", stats_json(l.w)},
+                      {"BW", stats_json(l.bw)},
+                      {"activation_bytes", l.activation_bytes},
+                      {"weight_bytes", l.weight_bytes}});
+  return {{"format", "rrfp-profile"},
+          {"version", 1},
+          {"model", p.model},
+          {"config", p.config},
+          {"micro_batch_size", p.micro_batch_size},
+          {"repetitions", p.repetitions},
+          {"machine", p.machine},
+          {"layers", layers},
+          {"message_bytes", p.message_bytes}};
+}
+
+void write_profile(const std::string& path, const ModelProfile& p) {
+  // Written whole, then renamed: a reader never sees half a profile.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
+    out << profile_json(p).dump(2) << "\n";
+    if (!out.flush()) throw SpecError(fmt::format("cannot write '{}'", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw SpecError(fmt::format("cannot write '{}'", path));
+}
+
+std::vector<int> even_counts(const std::string& model, int blocks, int stages) {
+  if (stages < 1) throw SpecError("need at least one stage");
+  const bool mm = model == "mm-tiny" && stages > 1;
+  const int split = mm ? stages - 1 : stages;
+  if (split > blocks)
+    throw SpecError(fmt::format("{} model stages but the model has only {} blocks to split", stages, blocks));
+  std::vector<int> c;
+  if (mm) c.push_back(0);
+  for (int s = 0; s < split; ++s) c.push_back(blocks / split + (s < blocks % split ? 1 : 0));
+  return c;
+}
+
+void check_counts(const std::vector<int>& counts, int blocks) {
+  const int S = static_cast<int>(counts.size());
+  if (S < 1) throw SpecError("a partition needs at least one stage");
+  int sum = 0;
+  for (int s = 0; s < S; ++s) {
+    if (counts[s] < 0) throw SpecError(fmt::format("partition: stage {} has {} blocks", s, counts[s]));
+    if (counts[s] == 0 && s > 0 && s + 1 < S)
+      throw SpecError(fmt::format("partition: stage {} holds no block (only the first and last stages may)", s));
+    sum += counts[s];
+  }
+  if (sum != blocks) throw SpecError(fmt::format("partition covers {} blocks, the model has {}", sum, blocks));
+}
+
+StageCosts stage_costs(const ModelProfile& p, const std::vector<int>& counts) {
+  check_counts(counts, p.blocks());
+  const int S = static_cast<int>(counts.size());
+  StageCosts c;
+  c.cost.assign(S, BaseCost{0, 0, 0, 0});
+  c.activation_bytes.assign(S, 0);
+  c.weight_bytes.assign(S, 0);
+  int layer = 0;
+  for (int s = 0; s < S; ++s) {
+    const int first = layer;
+    const int last = layer + counts[s] + (s == 0 ? 1 : 0) + (s + 1 == S ? 1 : 0);  // exclusive
+    for (int i = first; i < last; ++i) {
+      const LayerProfile& l = p.layers[i];
+      c.cost[s].f += l.f.mean_s * 1e3;
+      c.cost[s].b += l.b.mean_s * 1e3;
+      c.cost[s].w += l.w.mean_s * 1e3;
+      c.cost[s].bw += l.bw.mean_s * 1e3;
+      c.activation_bytes[s] += l.activation_bytes;
+      c.weight_bytes[s] += l.weight_bytes;
+    }
+    if (s + 1 < S) c.message_bytes = std::max(c.message_bytes, p.message_bytes[last - 1]);
+    layer = last;
+  }
+  return c;
+}
+
+}  // namespace rrfp

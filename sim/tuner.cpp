@@ -1,0 +1,340 @@
+#include "sim/tuner.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+
+#include "hints/csv.hpp"
+#include "hints/gen_greedy.hpp"
+#include "hints/generators.hpp"
+
+namespace rrfp {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Layout {
+  std::string name;  // linear | interleaved:V | vshape
+  int chunks = 1;
+  bool vshape = false;
+};
+
+PipelineSpec layout_spec(const Layout& l, int D, int M, bool split) {
+  if (l.vshape) return PipelineSpec::vshape(D, M, split);
+  if (l.chunks > 1) return PipelineSpec::interleaved(D, l.chunks, M, split);
+  return PipelineSpec::linear(D, M, split);
+}
+
+Layout parse_layout(const std::string& s) {
+  if (s == "linear") return {s, 1, false};
+  if (s == "vshape") return {s, 2, true};
+  if (s.rfind("interleaved:", 0) == 0) {
+    const double v = parse_number(s.substr(12), "--placements interleaved:V");
+    if (v < 2 || v > 64 || v != static_cast<int>(v))
+      throw SpecError(fmt::format("--placements: '{}' needs an integer V in [2, 64]", s));
+    return {s, static_cast<int>(v), false};
+  }
+  throw SpecError(fmt::format("--placements: unknown placement '{}' (linear, interleaved:V, vshape)", s));
+}
+
+// The zoo's hints for a layout; "greedy" and "greedy-wide" are generated per partition.
+std::vector<std::string> layout_schedules(const Layout& l) {
+  if (l.vshape) return {"zbv", "greedy", "greedy-wide"};
+  if (l.chunks > 1) return {"interleaved-1f1b", "greedy", "greedy-wide"};
+  return {"gpipe", "1f1b", "zb-h1", "zb-h2", "greedy", "greedy-wide"};
+}
+
+// The zoo hint a layout's greedy caps follow (its in-flight peaks).
+std::string reference_hint(const Layout& l) { return l.vshape ? "zbv" : l.chunks > 1 ? "interleaved-1f1b" : "1f1b"; }
+
+struct Candidate {
+  Layout layout;
+  std::string schedule;
+  std::shared_ptr<const Hint> zoo;  // null for the greedy schedules
+  std::vector<int> ref_cap;         // per device, the reference hint's peak in-flight
+};
+
+struct Trial {
+  bool complete = false, fits = false;
+  std::string why;
+  double step = kInf, mem_max = kInf;
+  std::vector<double> mem;
+  int busiest = 0;
+  std::shared_ptr<const Hint> hint;
+  std::vector<int> counts;
+};
+
+// a better than b: fitting first, then the shorter step; among plans that do
+// not fit, the smaller memory (the loop walks towards the limit).
+bool better(const Trial& a, const Trial& b) {
+  if (a.complete != b.complete) return a.complete;
+  if (a.fits != b.fits) return a.fits;
+  if (!a.fits) return a.mem_max < b.mem_max * (1 - 1e-9);
+  return a.step < b.step * (1 - 1e-6);
+}
+
+struct Search {
+  const ModelProfile& prof;
+  const TuneOptions& o;
+
+  Scenario scenario(const StageCosts& c) const {
+    Scenario sc;
+    sc.cost.stage_base = c.cost;
+    sc.cost.unit_ms = 1;
+    sc.cost.link_ms = o.link_ms;
+    sc.mode = o.mode;
+    sc.inflight_slack = o.inflight_slack;
+    sc.comm.latency_s = o.latency_s;
+    if (o.bandwidth_Bps > 0) sc.comm.bandwidth_Bps = o.bandwidth_Bps;
+    sc.comm.message_bytes = c.message_bytes;
+    sc.memory.activation_bytes = c.activation_bytes;
+    sc.memory.weight_bytes = c.weight_bytes;
+    return sc;
+  }
+
+  std::shared_ptr<const Hint> greedy(const Candidate& cand, const StageCosts& c) const {
+    auto h = std::make_shared<Hint>();
+    h->graph = std::make_shared<TaskGraph>(layout_spec(cand.layout, o.devices, o.microbatches, true));
+    const TaskGraph& g = *h->graph;
+    GreedyOptions go;
+    go.cap = cand.ref_cap;
+    if (cand.schedule == "greedy-wide") {
+      // As many forwards in flight as the memory limit allows (twice the
+      // reference's without a limit).
+      for (int d = 0; d < o.devices; ++d) {
+        double act = 0, w = 0;
+        for (int s : g.spec().stages_on(d)) act = std::max(act, c.activation_bytes[s]), w += c.weight_bytes[s];
+        int cap = 2 * cand.ref_cap[d];
+        if (o.memory_bytes > 0 && act > 0)
+          cap = static_cast<int>(std::min(1e6, std::floor((o.memory_bytes - kStateCopies * w) / act)));
+        go.cap[d] = std::clamp(cap, 1, g.spec().stages * o.microbatches);
+      }
+    }
+    go.duration = [&g, &c](int id) { return c.cost[g.task(id).stage].of(g.task(id).kind) * 1e-3; };
+    go.link_s = o.latency_s + o.link_ms * 1e-3 + (o.bandwidth_Bps > 0 ? c.message_bytes / o.bandwidth_Bps : 0);
+    greedy_schedule(*h, go);
+    return h;
+  }
+
+  Trial evaluate(const Candidate& cand, const std::vector<int>& counts) const {
+    Trial t;
+    t.counts = counts;
+    const StageCosts c = stage_costs(prof, counts);
+    try {
+      t.hint = cand.zoo ? cand.zoo : greedy(cand, c);
+    } catch (const SpecError& e) {
+      t.why = e.what();
+      return t;
+    }
+    const ScenarioResult r = run_scenario(*t.hint, scenario(c));
+    if (!r.sim.complete) {
+      t.why = r.sim.stuck;
+      return t;
+    }
+    t.complete = true;
+    t.step = r.sim.makespan;
+    t.mem.resize(o.devices);
+    for (int d = 0; d < o.devices; ++d) {
+      t.mem[d] = r.sim.peak_activation_bytes[d] + kStateCopies * r.sim.weight_bytes[d];
+      if (r.sim.busy[d] > r.sim.busy[t.busiest]) t.busiest = d;
+    }
+    t.mem_max = *std::max_element(t.mem.begin(), t.mem.end());
+    t.fits = o.memory_bytes <= 0 || t.mem_max <= o.memory_bytes;
+    return t;
+  }
+
+  // One block from stage `from` to its neighbour `to` (= from +- 1).
+  static std::vector<int> moved(std::vector<int> counts, int from, int to) {
+    --counts[from];
+    ++counts[to];
+    return counts;
+  }
+  bool valid(const std::vector<int>& counts) const {
+    try {
+      check_counts(counts, prof.blocks());
+      return true;
+    } catch (const SpecError&) {
+      return false;
+    }
+  }
+
+  void say(const std::string& line) const {
+    if (o.log) o.log(line);
+  }
+
+  Trial improve(const Candidate& cand, Trial cur, nlohmann::json& tried) const {
+    const int S = static_cast<int>(cur.counts.size());
+    const std::string label = fmt::format("{} {}", cand.layout.name, cand.schedule);
+    for (int it = 0; it < o.max_moves; ++it) {
+      // Moves off the busiest device's heaviest stage first, then all others.
+      const TaskGraph& g = *cur.hint->graph;
+      const StageCosts c = stage_costs(prof, cur.counts);
+      int heavy = -1;
+      for (int s : g.spec().stages_on(cur.busiest))
+        if (heavy < 0 || c.cost[s].f + c.cost[s].b + c.cost[s].w > c.cost[heavy].f + c.cost[heavy].b + c.cost[heavy].w)
+          heavy = s;
+      std::vector<std::pair<int, int>> first, rest;
+      for (int s = 0; s < S; ++s)
+        for (int to : {s - 1, s + 1})
+          if (to >= 0 && to < S && valid(moved(cur.counts, s, to))) (s == heavy ? first : rest).push_back({s, to});
+      Trial best = cur;
+      std::pair<int, int> how{-1, -1};
+      const char* why = "";
+      for (const auto* moves : {&first, &rest}) {
+        for (auto [s, to] : *moves) {
+          Trial t = evaluate(cand, moved(cur.counts, s, to));
+          if (better(t, best)) best = std::move(t), how = {s, to};
+        }
+        if (how.first >= 0) {
+          why = moves == &first ? "off the busiest device's heaviest stage" : "elsewhere";
+          break;
+        }
+      }
+      if (how.first < 0) {
+        say(fmt::format("  {}: stop after {} moves: no single-block move shortens the step ({:.3f} ms)", label, it,
+                        cur.step * 1e3));
+        break;
+      }
+      say(fmt::format("  {}: block from stage {} to {} ({}): {:.3f} -> {:.3f} ms, partition {}", label, how.first,
+                      how.second, why, cur.step * 1e3, best.step * 1e3, fmt::join(best.counts, ",")));
+      cur = std::move(best);
+    }
+    tried.push_back({{"placement", cand.layout.name},
+                     {"schedule", cand.schedule},
+                     {"partition", cur.counts},
+                     {"predicted_step_s", cur.complete ? cur.step : -1.0},
+                     {"memory_max_bytes", cur.complete ? cur.mem_max : -1.0},
+                     {"fits", cur.fits},
+                     {"note", cur.why}});
+    return cur;
+  }
+};
+
+}  // namespace
+
+std::vector<int> balanced_counts(const ModelProfile& p, int S) {
+  const int L = p.blocks();
+  if (S < 1 || S > L + 2 || (S > 2 && S - 2 > L))
+    throw SpecError(fmt::format("{} stages cannot split {} blocks (at most {} stages)", S, L, L + 2));
+  auto work = [&](int i) { return p.layers[i].f.mean_s + p.layers[i].b.mean_s + p.layers[i].w.mean_s; };
+  std::vector<double> pre(L + 1, 0);  // blocks are layers 1..L
+  for (int i = 0; i < L; ++i) pre[i + 1] = pre[i] + work(i + 1);
+  const double head = work(L + 1), first = work(0);
+  if (S == 1) return {L};
+  // best[s][k]: smallest largest-stage cost with stages 0..s-1 holding blocks [0, k).
+  std::vector<std::vector<double>> best(S + 1, std::vector<double>(L + 1, kInf));
+  std::vector<std::vector<int>> from(S + 1, std::vector<int>(L + 1, -1));
+  for (int k = 0; k <= L; ++k) best[1][k] = first + pre[k], from[1][k] = 0;
+  for (int s = 2; s <= S; ++s)
+    for (int k = 0; k <= L; ++k)
+      for (int j = 0; j <= k; ++j) {
+        const bool last = s == S;
+        if (k - j == 0 && !last) continue;  // a middle stage needs a block
+        if (last && k != L) continue;
+        const double stage = pre[k] - pre[j] + (last ? head : 0);
+        const double v = std::max(best[s - 1][j], stage);
+        if (v < best[s][k]) best[s][k] = v, from[s][k] = j;
+      }
+  std::vector<int> counts(S);
+  for (int s = S, k = L; s >= 1; --s) {
+    const int j = from[s][k];
+    counts[s - 1] = k - j;
+    k = j;
+  }
+  return counts;
+}
+
+Plan tune(const ModelProfile& prof, const TuneOptions& o) {
+  if (o.devices < 1) throw SpecError("--devices must be at least 1");
+  if (o.microbatches < 1) throw SpecError("--microbatches must be at least 1");
+  if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");
+  std::vector<Layout> layouts;
+  if (o.placements.empty()) {
+    layouts.push_back(parse_layout("linear"));
+    if (o.devices > 1) layouts.push_back(parse_layout("interleaved:2")), layouts.push_back(parse_layout("vshape"));
+  } else {
+    for (const std::string& s : o.placements) layouts.push_back(parse_layout(s));
+  }
+  Search search{prof, o};
+  nlohmann::json tried = nlohmann::json::array();
+  Trial best;
+  Candidate best_cand;
+  std::string smallest;  // why nothing fitted
+  for (const Layout& l : layouts) {
+    const int S = o.devices * l.chunks;
+    if (S > prof.blocks() + 2) {
+      search.say(fmt::format("{}: skipped, {} stages but only {} blocks", l.name, S, prof.blocks()));
+      continue;
+    }
+    HintParams hp;
+    hp.stages = o.devices;
+    hp.microbatches = o.microbatches;
+    hp.chunks = l.chunks > 1 && !l.vshape ? l.chunks : 0;
+    std::vector<int> ref_cap;
+    try {
+      ref_cap = make_hint(reference_hint(l), hp).peak_inflight();
+    } catch (const SpecError& e) {
+      search.say(fmt::format("{}: skipped ({})", l.name, e.what()));
+      continue;
+    }
+    for (const std::string& sched : layout_schedules(l)) {
+      if (!o.schedules.empty() && std::find(o.schedules.begin(), o.schedules.end(), sched) == o.schedules.end())
+        continue;
+      Candidate cand{l, sched, nullptr, ref_cap};
+      if (sched.rfind("greedy", 0) != 0) {
+        try {
+          cand.zoo = std::make_shared<const Hint>(make_hint(sched, hp));
+        } catch (const SpecError& e) {
+          search.say(fmt::format("{} {}: skipped ({})", l.name, sched, e.what()));
+          continue;
+        }
+      }
+      Trial start = search.evaluate(cand, balanced_counts(prof, S));
+      if (!start.hint) {
+        search.say(fmt::format("{} {}: skipped ({})", l.name, sched, start.why));
+        continue;
+      }
+      search.say(fmt::format("{} {}: balanced partition {}: {:.3f} ms, {:.1f} MiB on the fullest device", l.name,
+                             sched, fmt::join(start.counts, ","), start.step * 1e3, start.mem_max / 1048576));
+      Trial end = search.improve(cand, std::move(start), tried);
+      if (!end.fits && end.complete)
+        smallest = fmt::format("{} {} needs {:.1f} MiB", l.name, sched, end.mem_max / 1048576);
+      if (!best.hint || better(end, best)) best = end, best_cand = cand;
+    }
+  }
+  if (!best.hint || !best.complete)
+    throw SpecError(fmt::format("no placement and schedule fits {} devices and {} blocks", o.devices, prof.blocks()));
+  if (!best.fits)
+    throw SpecError(fmt::format("no plan fits {:.1f} MiB per device (the smallest: {})", o.memory_bytes / 1048576,
+                                smallest));
+  Plan p;
+  p.model = prof.model;
+  p.config = prof.config;
+  p.micro_batch_size = prof.micro_batch_size;
+  p.profile = prof.source;
+  p.devices = o.devices;
+  p.microbatches = o.microbatches;
+  p.counts = best.counts;
+  p.placement = best_cand.layout.name;
+  const PipelineSpec& sp = best.hint->spec();
+  for (int s = 0; s < sp.stages; ++s) p.stage_device.push_back(sp.placement[0][s]);
+  p.schedule = best_cand.schedule;
+  p.policy = mode_policy_name(o.mode);
+  p.inflight_slack = o.inflight_slack;
+  p.csv = export_csv(*best.hint);
+  p.predicted_step_s = best.step;
+  p.memory_limit_bytes = o.memory_bytes;
+  p.memory_bytes = best.mem;
+  p.costs = stage_costs(prof, best.counts);
+  p.latency_s = o.latency_s;
+  p.bandwidth_Bps = o.bandwidth_Bps;
+  p.link_ms = o.link_ms;
+  p.tried = tried;
+  return p;
+}
+
+}  // namespace rrfp

@@ -1,0 +1,48 @@
+// The tuner behind `rrfp tune`: co-optimises the partition of a profiled
+// model into stages, their placement on devices and the schedule, with the
+// simulator (the runtime's own arbitration core) as the objective and a
+// per-device memory limit as the constraint (docs/tuner.md).
+//
+// For each placement (linear, interleaved with V chunks, V-shape) and each
+// schedule that fits it (the zoo's hints, and the cost-aware greedy
+// generator regenerated for every partition), the loop starts from the
+// cost-balanced partition, simulates, takes the device the timeline shows
+// busiest, tries moving a block off its heaviest stage to either neighbour,
+// and when neither helps every other single-block move; it stops when no
+// move shortens the simulated step. The best plan over all wins.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/plan.hpp"
+#include "sim/profile.hpp"
+
+namespace rrfp {
+
+struct TuneOptions {
+  int devices = 2;
+  int microbatches = 8;
+  double memory_bytes = 0;      // per device; 0 = no limit
+  Mode mode = Mode::BoundedWait;
+  int inflight_slack = 0;
+  double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // 0 bandwidth: infinite
+  // Placements to search: "linear", "interleaved:V", "vshape"; empty = all
+  // that the model's blocks allow (interleaved with 2 chunks).
+  std::vector<std::string> placements;
+  // Schedules to search; empty = every one that fits a placement.
+  std::vector<std::string> schedules;
+  int max_moves = 400;          // per (placement, schedule)
+  std::function<void(const std::string&)> log;  // one line per step of the search
+};
+
+// Throws SpecError when no candidate fits the devices, the blocks or the
+// memory limit (the message names the smallest need found).
+Plan tune(const ModelProfile& profile, const TuneOptions& opt);
+
+// Cost-balanced start: blocks per stage minimising the largest stage's
+// F + B + W (its first and last layers included), S stages.
+std::vector<int> balanced_counts(const ModelProfile& p, int stages);
+
+}  // namespace rrfp

@@ -1,0 +1,133 @@
+#include "train/profile_model.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include "train/blas.hpp"
+#include "train/data.hpp"
+#include "train/mm_model.hpp"
+#include "train/pipeline.hpp"
+#include "train/seq_lengths.hpp"
+#include "train/trainer_io.hpp"
+
+namespace rrfp::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Acc {
+  double sum = 0, sq = 0;
+  int n = 0;
+  void add(double x) { sum += x, sq += x * x, ++n; }
+  PassStats stats() const {
+    const double mean = n ? sum / n : 0;
+    return {mean, n > 1 ? std::sqrt(std::max(0.0, (sq - n * mean * mean) / (n - 1))) : 0.0};
+  }
+};
+
+template <class F>
+double timed(F&& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+ModelProfile profile_model(const ProfileOptions& po, const std::function<void(const std::string&)>& progress) {
+  TrainOptions o = po.model;
+  o.stages = 1;
+  o.microbatches = 1;
+  check_options(o);
+  if (po.repetitions < 1) throw SpecError("--repetitions must be at least 1");
+  if (o.seq_len_dist != "fixed") throw SpecError("rrfp profile measures full-length sequences: drop --seq-len-dist");
+  one_intra_op_thread();
+  const bool mm = o.model == "mm-tiny";
+  std::unique_ptr<Model> model;
+  if (mm)
+    model = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
+  else
+    model = std::make_unique<GptModel>(o.gpt, o.seed);
+  const int L = model->blocks(), S = L + 2;
+  std::vector<int> counts(S, 1);
+  counts.front() = counts.back() = 0;  // the first and the last layer alone
+  const int b = o.batch_size > 0 ? o.batch_size : o.micro_batch_size;
+  Pipeline pipe(*model, S, 1, false, counts);
+  const std::vector<std::int64_t> msg = {b, mm ? kPrefix + kCaption : o.gpt.seq_len, o.gpt.d_model};
+  pipe.set_message_shape(msg);
+
+  std::unique_ptr<Sampler> text;
+  std::unique_ptr<ImageSampler> images;
+  if (mm) {
+    images = std::make_unique<ImageSampler>(o.seed ^ 0x1a6eULL);
+  } else {
+    auto corpus = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
+                                                                            : load_text(o.data_path));
+    text = std::make_unique<Sampler>(corpus, o.gpt.seq_len, o.seed ^ 0xda7aULL);
+  }
+  auto batch = [&] {
+    if (mm) return make_image_microbatches(images->next(b), 1, b);
+    return make_microbatches(text->next(b), 1, b, o.gpt.seq_len);
+  };
+
+  std::vector<Acc> f(S), bi(S), w(S), bw(S);
+  std::vector<double> act(S, 0);
+  for (int rep = 0; rep <= po.repetitions; ++rep) {
+    const bool keep = rep > 0;  // the first round warms caches and the allocator up
+    // Split backward: F down, B up, then every W.
+    pipe.begin_step(batch());
+    for (int s = 0; s < S; ++s) {
+      const double t = timed([&] { pipe.forward(s, 0); });
+      if (keep) f[s].add(t);
+    }
+    const auto peaks = pipe.peak_activation_bytes();
+    for (int s = 0; s < S; ++s) act[s] = std::max(act[s], static_cast<double>(peaks[s]));
+    for (int s = S - 1; s >= 0; --s) {
+      const double t = timed([&] { pipe.backward_input(s, 0); });
+      if (keep) bi[s].add(t);
+    }
+    for (int s = 0; s < S; ++s) {
+      const double t = timed([&] { pipe.backward_weight(s, 0); });
+      if (keep) w[s].add(t);
+    }
+    // Fused backward on a new microbatch.
+    pipe.begin_step(batch());
+    for (int s = 0; s < S; ++s) pipe.forward(s, 0);
+    for (int s = S - 1; s >= 0; --s) {
+      const double t = timed([&] { pipe.backward_full(s, 0); });
+      if (keep) bw[s].add(t);
+    }
+    if (progress && keep && (rep % 5 == 0 || rep == po.repetitions))
+      progress(fmt::format("profile {}/{} repetitions", rep, po.repetitions));
+  }
+
+  ModelProfile p;
+  p.model = o.model;
+  p.config = gpt_json(o.gpt);
+  if (mm) p.config["enc_layers"] = o.enc_layers;
+  p.micro_batch_size = b;
+  p.repetitions = po.repetitions;
+  p.machine = fmt::format("{}, one thread per worker", blas_in_use().describe());
+  double msg_bytes = 4;
+  for (auto d : msg) msg_bytes *= static_cast<double>(d);
+  for (int s = 0; s < S; ++s) {
+    LayerProfile l;
+    l.name = s == 0 ? (mm ? "vision" : "embed") : s + 1 == S ? "head" : fmt::format("block{}", s - 1);
+    l.f = f[s].stats();
+    l.b = bi[s].stats();
+    l.w = w[s].stats();
+    l.bw = bw[s].stats();
+    l.activation_bytes = act[s];
+    for (const auto& np : pipe.stage(s).params()) l.weight_bytes += static_cast<double>(np.t.numel()) * 4;
+    p.layers.push_back(std::move(l));
+    if (s + 1 < S) p.message_bytes.push_back(msg_bytes);
+  }
+  return p;
+}
+
+}  // namespace rrfp::train

@@ -1,0 +1,51 @@
+#include "train/run_shape.hpp"
+
+#include <fmt/format.h>
+
+#include "hints/generators.hpp"
+#include "sim/plan.hpp"
+#include "train/trainer_io.hpp"
+
+namespace rrfp::train {
+
+namespace {
+
+int micro_batch_of(const TrainOptions& o) {
+  return o.batch_size > 0 ? o.batch_size / o.microbatches : o.micro_batch_size;
+}
+
+ResolvedRun resolve_plan(TrainOptions o) {
+  const Plan plan = read_plan(o.plan_path);
+  nlohmann::json config = gpt_json(o.gpt);
+  if (o.model == "mm-tiny") config["enc_layers"] = o.enc_layers;
+  if (plan.model != o.model || plan.config != config)
+    throw SpecError(fmt::format("plan '{}' was tuned for {} {}, this run trains {} {}", o.plan_path, plan.model,
+                                plan.config.dump(), o.model, config.dump()));
+  o.stages = plan.devices;
+  o.microbatches = plan.microbatches;
+  if (plan.micro_batch_size != micro_batch_of(o))
+    throw SpecError(fmt::format("plan '{}' was tuned for micro-batch size {}, this run has {} (--micro-batch-size)",
+                                o.plan_path, plan.micro_batch_size, micro_batch_of(o)));
+  o.chunks = 0;
+  o.partition = plan.counts;
+  Hint h = plan_hint(plan);
+  o.hint = h.name;
+  return {std::move(o), std::move(h)};
+}
+
+}  // namespace
+
+ResolvedRun resolve_run(TrainOptions o) {
+  if (!o.plan_path.empty()) return resolve_plan(std::move(o));
+  HintParams hp;
+  hp.stages = o.stages;
+  hp.microbatches = o.microbatches;
+  hp.chunks = o.chunks;
+  hp.split = o.split;
+  Hint h = make_hint(o.hint, hp);
+  o.stages = h.devices();
+  o.microbatches = h.spec().microbatches;
+  return {std::move(o), std::move(h)};
+}
+
+}  // namespace rrfp::train
