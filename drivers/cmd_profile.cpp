@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "drivers/commands.hpp"
+#include "runtime/session.hpp"
 #include "sim/profile.hpp"
 #include "train/blas.hpp"
 #include "train/profile_model.hpp"
@@ -29,10 +30,21 @@ void add_profile_command(CLI::App& app) {
   c->add_option("--micro-batch-size", m.micro_batch_size, "sequences per microbatch")->capture_default_str();
   c->add_option("--data", m.data_path, "text file (gpt-tiny; default: generated corpus)");
   c->add_option("--seed", m.seed, "seed of weights and data")->capture_default_str();
-  c->add_option("--repetitions", o->repetitions, "timed microbatches per pass")->capture_default_str();
+  c->add_option("--repetitions", o->repetitions, "timed steps (starpu) or microbatches (plain)")->capture_default_str();
+  c->add_option("--executor", o->executor,
+                "starpu: time every pass inside training steps on --devices CPU workers (as training runs it); "
+                "plain: one pass at a time on this thread")
+      ->capture_default_str();
+  c->add_option("--devices", o->devices, "starpu: CPU workers the layers are dealt to (the devices you tune for, "
+                                         "up to the cores)")
+      ->capture_default_str();
+  c->add_option("--microbatches", o->microbatches, "starpu: microbatches a step")->capture_default_str();
   c->add_option("-o,--output", *out, "write the profile JSON here")->required();
   c->callback([o, out, widths] {
     if (!widths->empty()) o->model.gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
+    if (o->executor == "starpu" && o->devices > max_cpu_workers())
+      throw SpecError(fmt::format("--devices {}: one StarPU CPU worker per device and at most {} here", o->devices,
+                                  max_cpu_workers()));
     fmt::print("blas: {}, one thread per worker\n", train::blas_in_use().describe());
     const ModelProfile p = train::profile_model(*o, [](const std::string& line) {
       fmt::print("{}\n", line);

@@ -83,6 +83,7 @@ void run(const SimFlags& f) {
       f.profile.apply(sc.cost, c);
       sc.memory.activation_bytes = c.activation_bytes;
       sc.memory.weight_bytes = c.weight_bytes;
+      sc.memory.release_at_w = true;  // as the trainer holds activations (MemoryModel)
       if (f.message_mb == 0 && f.bandwidth_gbps > 0) sc.comm.message_bytes = c.message_bytes;
     } else {
       if (!f.profile.partition.empty()) throw SpecError("--partition needs --profile FILE");

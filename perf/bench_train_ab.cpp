@@ -6,6 +6,8 @@
 // --policies A,B,...: the same S=2 training under each policy, step time of
 // each against the first (e.g. rrfp-fixed / rrfp on mm-tiny, whose encoder
 // cost varies from microbatch to microbatch).
+// --plan PLAN: a tuned plan (rrfp tune) against --zoo-hints on the even
+// partition: best hint / plan step time, and predicted / measured steps.
 //
 // Why step by step: this machine's two vCPUs change speed within seconds,
 // so whole runs measured one after the other compare different machines.
@@ -20,6 +22,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +34,9 @@
 
 #include "drivers/env_config.hpp"
 #include "runtime/session.hpp"
+#include "hints/generators.hpp"
+#include "sim/plan.hpp"
+#include "sim/profile.hpp"
 #include "train/trainer.hpp"
 
 using namespace rrfp;
@@ -90,6 +96,8 @@ struct Args {
   std::vector<std::string> policies;
   std::string model = "gpt-tiny", hint = "1f1b", seq_len_dist = "fixed";
   int layers = 4, enc_layers = 2;
+  std::string mlp_widths, plan;  // --plan: the tuned plan against --zoo-hints on the even partition
+  std::vector<std::string> zoo_hints = {"1f1b", "zb-h1", "interleaved-1f1b", "zbv"};
   bool quiet = false;
 };
 
@@ -124,6 +132,7 @@ TrainOptions base_options(const Args& a) {
   o.gpt.layers = a.layers;
   o.enc_layers = a.enc_layers;
   o.seq_len_dist = a.seq_len_dist;
+  if (!a.mlp_widths.empty()) o.gpt.mlp_widths = parse_int_list(a.mlp_widths, "--mlp-widths");
   o.microbatches = a.M;
   o.micro_batch_size = a.b;
   o.deterministic = true;  // every configuration computes the same losses
@@ -247,6 +256,67 @@ int issue4_ratios(const Args& a) {
   return same ? 0 : 1;
 }
 
+// The simulator's step time for a hint on the even partition of a profile.
+double predicted_even(const ModelProfile& prof, const Hint& h) {
+  const StageCosts c = stage_costs(prof, even_counts(prof.model, prof.blocks(), h.spec().stages));
+  Scenario sc;
+  sc.cost.stage_base = c.cost;
+  sc.cost.unit_ms = 1;
+  sc.mode = parse_mode(std::getenv("STARPU_SCHED") ? std::getenv("STARPU_SCHED") : "rrfp-wait");
+  ScenarioResult r = run_scenario(h, sc);
+  return r.sim.complete ? r.sim.makespan : 0;
+}
+
+// --plan: the tuned plan and each zoo hint on the even partition, S=2, the
+// same model and microbatches; best zoo / plan step time, and the plan's
+// (and each hint's) predicted step against the measured one.
+int plan_ratios(const Args& a) {
+  const Plan plan = read_plan(a.plan);
+  const ModelProfile prof = read_profile(plan.profile);
+  std::vector<Config> cfgs;
+  TrainOptions base = base_options(a);
+  base.microbatches = plan.microbatches;
+  {
+    Config c = config("plan", base, plan.devices, "", "starpu", false);
+    c.opt.plan_path = a.plan;
+    cfgs.push_back(std::move(c));
+  }
+  std::vector<double> predicted = {plan.predicted_step_s};
+  for (const std::string& h : a.zoo_hints) {
+    HintParams hp;
+    hp.stages = plan.devices;
+    hp.microbatches = plan.microbatches;
+    hp.chunks = h == "interleaved-1f1b" ? 2 : 0;  // the zoo's one hint without a default chunk count
+    const Hint hint = make_hint(h, hp);
+    cfgs.push_back(config(h, base, plan.devices, h, "starpu", false));
+    cfgs.back().opt.chunks = hp.chunks;
+    predicted.push_back(predicted_even(prof, hint));
+  }
+  run_rounds(cfgs, a);
+  fmt::print("{} measured rounds of one step each (after {} warm-up): {} S={} M={} microbatches of {}, policy {}\n",
+             a.rounds, a.warmup, a.model, plan.devices, plan.microbatches, a.b,
+             std::getenv("STARPU_SCHED") ? std::getenv("STARPU_SCHED") : "rrfp-wait");
+  fmt::print("plan: {} {} partition {} (tuned on {})\n", plan.placement, plan.schedule, fmt::join(plan.counts, ","),
+             plan.profile);
+  size_t best = 1;
+  for (size_t k = 0; k < cfgs.size(); ++k) {
+    const double m = median_step_ms(cfgs[k]);
+    fmt::print("  {:<18} median step {:7.2f} ms  predicted {:7.2f} ms  predicted/measured {:.3f}\n",
+               k == 0 ? "plan" : cfgs[k].name + " (even)", m, predicted[k] * 1e3, predicted[k] * 1e3 / m);
+    if (k > 0 && m < median_step_ms(cfgs[best])) best = k;
+  }
+  const auto r = step_ratio(cfgs[best], cfgs[0]);
+  fmt::print("best even-partition hint {} / plan step time: {:.3f}  (goal >= 1.15)  rounds:{}\n", cfgs[best].name,
+             median(r), list(r));
+  fmt::print("plan predicted / measured step: {:.3f}  (goal within 10%)\n",
+             predicted[0] * 1e3 / median_step_ms(cfgs[0]));
+  bool same = true;
+  for (size_t k = 1; k < cfgs.size(); ++k)
+    for (int q = 0; q < a.rounds; ++q) same = same && cfgs[k].steps[q].loss == cfgs[0].steps[q].loss;
+  fmt::print("losses equal across partitions and hints (bitwise): {}\n", same ? "yes" : "NO");
+  return same ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -272,6 +342,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--layers", a.layers, "language blocks")->capture_default_str();
   app.add_option("--enc-layers", a.enc_layers, "mm-tiny: vision encoder blocks")->capture_default_str();
+  app.add_option("--mlp-widths", a.mlp_widths, "gpt-tiny: MLP width of each block (rrfp train --mlp-widths)");
+  app.add_option("--plan", a.plan, "instead: this tuned plan (rrfp tune) against --zoo-hints on the even partition");
+  app.add_option("--zoo-hints", a.zoo_hints, "with --plan: the hints it is compared with")->delimiter(',');
   app.add_flag("--quiet", a.quiet, "no progress line per round");
   CLI11_PARSE(app, argc, argv);
   if (a.rounds < 1 || a.warmup < 0) {
@@ -281,6 +354,7 @@ int main(int argc, char** argv) {
   setenv("STARPU_WORKERS_NOBIND", "1", 0);  // workers inherit the affinity set here
   setenv("STARPU_SILENT", "1", 0);
   try {
+    if (!a.plan.empty()) return plan_ratios(a);
     return a.policies.empty() ? issue4_ratios(a) : policy_ratios(a);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -154,6 +154,7 @@ Scenario plan_scenario(const Plan& p, Mode mode, int inflight_slack) {
   sc.comm.message_bytes = p.costs.message_bytes;
   sc.memory.activation_bytes = p.costs.activation_bytes;
   sc.memory.weight_bytes = p.costs.weight_bytes;
+  sc.memory.release_at_w = true;  // as the trainer holds it (MemoryModel)
   return sc;
 }
 

@@ -131,7 +131,9 @@ class Sim {
     const Task& k = g_.task(task);
     const int d = k.device;
     arb_.on_finish(task, t);
-    if (is_backward(k.kind)) held_act_[d] -= act_bytes(k.stage);
+    const bool releases = k.kind == Kind::BW || (k.kind == Kind::B && !o_.memory.release_at_w) ||
+                          (k.kind == Kind::W && o_.memory.release_at_w);
+    if (releases) held_act_[d] -= act_bytes(k.stage);
     double sender_free = t;
     for (int s : g_.succs(task)) {
       int to = g_.task(s).device;

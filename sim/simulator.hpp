@@ -35,6 +35,10 @@ struct CommModel {
 struct MemoryModel {
   std::vector<double> activation_bytes;  // per stage; empty = 1 per stage
   std::vector<double> weight_bytes;      // per stage; empty = 1 per stage
+  // Split backward: hold the activation until W ends rather than B (the
+  // trainer's B leaves the linear layers' inputs and output gradients for
+  // W: most of the activation lives on until then).
+  bool release_at_w = false;
 };
 
 struct SimOptions {

@@ -93,6 +93,7 @@ struct Search {
     sc.comm.message_bytes = c.message_bytes;
     sc.memory.activation_bytes = c.activation_bytes;
     sc.memory.weight_bytes = c.weight_bytes;
+    sc.memory.release_at_w = true;
     return sc;
   }
 

@@ -60,6 +60,7 @@ void Pipeline::begin_step(std::vector<Microbatch> mbs) {
   acc_count_.assign(stages(), 0);
   if (det_) early_.assign(static_cast<size_t>(stages()) * M_, {});
   for (int s = 0; s < stages(); ++s) peak_[s].store(0);
+  for (int d = 0; d < devices_; ++d) device_peak_[d].store(0);
 }
 
 void Pipeline::check_order(bool ok, const char* what, int s, int m) const {
@@ -136,6 +137,30 @@ void Pipeline::forward(int s, int m, const void* in, void* out) {
   std::int64_t p = peak_[s].load();
   while (live > p && !peak_[s].compare_exchange_weak(p, live)) {
   }
+  if (stage_device_.empty()) return;
+  const int d = stage_device_[s];
+  std::int64_t on_device = 0;
+  for (int t = 0; t < stages(); ++t)
+    if (stage_device_[t] == d) on_device += mem_[t]->live.load();
+  std::int64_t q = device_peak_[d].load();
+  while (on_device > q && !device_peak_[d].compare_exchange_weak(q, on_device)) {
+  }
+}
+
+void Pipeline::set_stage_devices(std::vector<int> stage_device) {
+  if (static_cast<int>(stage_device.size()) != stages())
+    throw std::invalid_argument("set_stage_devices: one device per stage");
+  devices_ = 0;
+  for (int d : stage_device) devices_ = std::max(devices_, d + 1);
+  stage_device_ = std::move(stage_device);
+  device_peak_ = std::make_unique<std::atomic<std::int64_t>[]>(devices_);
+  for (int d = 0; d < devices_; ++d) device_peak_[d].store(0);
+}
+
+std::vector<std::int64_t> Pipeline::peak_activation_per_device() const {
+  std::vector<std::int64_t> out(devices_);
+  for (int d = 0; d < devices_; ++d) out[d] = device_peak_[d].load();
+  return out;
 }
 
 void Pipeline::take_grad_out(int s, int m, const void* in) {

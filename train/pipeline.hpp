@@ -78,6 +78,11 @@ class Pipeline {
   // Per stage: the largest activation footprint seen at the end of a
   // forward this iteration (see memory.hpp for what is counted).
   std::vector<std::int64_t> peak_activation_bytes() const;
+  // Stages sharing a device (interleaved, V-shape): with the device of each
+  // stage set, the sum over a device's stages is read at the end of each of
+  // their forwards, and its peak reported per device.
+  void set_stage_devices(std::vector<int> stage_device);
+  std::vector<std::int64_t> peak_activation_per_device() const;
   // Bytes of gradient buffers held per stage at the end of the iteration.
   std::int64_t grad_buffer_bytes() const;
 
@@ -131,6 +136,9 @@ class Pipeline {
   std::unique_ptr<std::mutex[]> acc_mu_;
   std::vector<std::shared_ptr<MemCounter>> mem_;
   std::unique_ptr<std::atomic<std::int64_t>[]> peak_;
+  std::vector<int> stage_device_;
+  std::unique_ptr<std::atomic<std::int64_t>[]> device_peak_;
+  int devices_ = 0;
 };
 
 }  // namespace rrfp::train

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 
+#include "hints/gen_greedy.hpp"
 #include "train/blas.hpp"
 #include "train/data.hpp"
 #include "train/mm_model.hpp"
@@ -37,6 +38,43 @@ double timed(F&& f) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Pass times of every (layer, kind) inside real training steps on StarPU.
+void measure_on_workers(const ProfileOptions& po, TrainOptions o, const std::vector<int>& counts, std::vector<Acc>& f,
+                        std::vector<Acc>& b, std::vector<Acc>& w, std::vector<Acc>& bw,
+                        const std::function<void(const std::string&)>& progress) {
+  const int S = static_cast<int>(counts.size()), D = po.devices, M = po.microbatches;
+  std::vector<int> map(S);
+  for (int s = 0; s < S; ++s) map[s] = s % D;  // every cut crosses devices, as a stage boundary does
+  for (bool split : {true, false}) {
+    auto h = std::make_shared<Hint>();
+    h->graph = std::make_shared<TaskGraph>(PipelineSpec::explicit_map(map, M, split));
+    GreedyOptions go;
+    go.cap.assign(D, M * ((S + D - 1) / D));
+    go.duration = [](int) { return 1e-3; };
+    greedy_schedule(*h, go);
+    h->name = "profile";
+    o.hint_object = h;
+    o.partition = counts;
+    o.executor = "starpu";
+    o.steps = po.repetitions + 1;
+    Trainer t(o);
+    const TaskGraph& g = *h->graph;
+    for (int step = 0; !t.done(); ++step) {
+      const StepRecord r = t.step();
+      if (step == 0) continue;  // warm-up
+      for (int id = 0; id < g.size(); ++id) {
+        const Task& k = g.task(id);
+        std::vector<Acc>& acc = k.kind == Kind::F ? f : k.kind == Kind::B ? b : k.kind == Kind::W ? w : bw;
+        acc[k.stage].add(r.task_s[id]);
+      }
+      if (progress && (step % 5 == 0 || t.done()))
+        progress(fmt::format("profile ({} backward) {}/{} steps on {} workers", split ? "split" : "fused", step,
+                             po.repetitions, D));
+    }
+    t.finish();
+  }
+}
+
 }  // namespace
 
 ModelProfile profile_model(const ProfileOptions& po, const std::function<void(const std::string&)>& progress) {
@@ -45,6 +83,10 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   o.microbatches = 1;
   check_options(o);
   if (po.repetitions < 1) throw SpecError("--repetitions must be at least 1");
+  if (po.executor != "starpu" && po.executor != "plain")
+    throw SpecError(fmt::format("unknown profile executor '{}' (starpu, plain)", po.executor));
+  if (po.executor == "starpu" && (po.devices < 1 || po.microbatches < 1))
+    throw SpecError("rrfp profile: --devices and --microbatches must be at least 1");
   if (o.seq_len_dist != "fixed") throw SpecError("rrfp profile measures full-length sequences: drop --seq-len-dist");
   one_intra_op_thread();
   const bool mm = o.model == "mm-tiny";
@@ -77,7 +119,8 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
 
   std::vector<Acc> f(S), bi(S), w(S), bw(S);
   std::vector<double> act(S, 0);
-  for (int rep = 0; rep <= po.repetitions; ++rep) {
+  const bool plain = po.executor == "plain";
+  for (int rep = 0; rep <= (plain ? po.repetitions : 0); ++rep) {
     const bool keep = rep > 0;  // the first round warms caches and the allocator up
     // Split backward: F down, B up, then every W.
     pipe.begin_step(batch());
@@ -105,6 +148,7 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
     if (progress && keep && (rep % 5 == 0 || rep == po.repetitions))
       progress(fmt::format("profile {}/{} repetitions", rep, po.repetitions));
   }
+  if (!plain) measure_on_workers(po, o, counts, f, bi, w, bw, progress);
 
   ModelProfile p;
   p.model = o.model;
@@ -112,7 +156,9 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   if (mm) p.config["enc_layers"] = o.enc_layers;
   p.micro_batch_size = b;
   p.repetitions = po.repetitions;
-  p.machine = fmt::format("{}, one thread per worker", blas_in_use().describe());
+  p.machine = plain ? fmt::format("plain: one pass at a time on one thread; {}", blas_in_use().describe())
+                    : fmt::format("starpu: {} CPU workers, {} microbatches a step; {}, one thread per worker",
+                                  po.devices, po.microbatches, blas_in_use().describe());
   double msg_bytes = 4;
   for (auto d : msg) msg_bytes *= static_cast<double>(d);
   for (int s = 0; s < S; ++s) {

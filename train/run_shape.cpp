@@ -37,6 +37,13 @@ ResolvedRun resolve_plan(TrainOptions o) {
 
 ResolvedRun resolve_run(TrainOptions o) {
   if (!o.plan_path.empty()) return resolve_plan(std::move(o));
+  if (o.hint_object) {
+    Hint h = *o.hint_object;
+    o.stages = h.devices();
+    o.microbatches = h.spec().microbatches;
+    o.hint = h.name;
+    return {std::move(o), std::move(h)};
+  }
   HintParams hp;
   hp.stages = o.stages;
   hp.microbatches = o.microbatches;

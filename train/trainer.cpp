@@ -116,6 +116,7 @@ struct Trainer::Impl {
     for (int t = 0; t < TP; ++t) {
       owned_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic, o.partition));
       owned_pipes.back()->set_message_shape(msg_shape);
+      if (hint.spec().pipelines() == 1) owned_pipes.back()->set_stage_devices(hint.spec().placement[0]);
       pipes.push_back(owned_pipes.back().get());
     }
     if (mpi) {
@@ -364,6 +365,9 @@ struct Trainer::Impl {
     rec.loss = static_cast<float>(pipe().loss());
     if (mpi) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
     rec.peak_activation_per_stage = pipe().peak_activation_bytes();
+    if (!mpi) rec.peak_activation_per_device = pipe().peak_activation_per_device();
+    rec.task_s.resize(g.size());
+    for (int id = 0; id < g.size(); ++id) rec.task_s[id] = t_end[id] - t_start[id];
     if (!o.trace_path.empty())
       for (int id = 0; id < g.size(); ++id)
         trace.slices.push_back({g.task(id).device, g.label(id), t_start[id], t_end[id]});

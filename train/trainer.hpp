@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hints/hint.hpp"
 #include "train/config.hpp"
 
 namespace rrfp::train {
@@ -24,6 +25,9 @@ struct TrainOptions {
   int batch_size = 0;        // if set: sequences per step, must divide by microbatches
   int steps = 60;            // train until this step number
   std::string hint = "1f1b";
+  // A hint built in code (rrfp profile) instead of `hint`; it fixes stages
+  // and microbatches.
+  std::shared_ptr<const Hint> hint_object;
   // Blocks per model stage (`--partition 1,3`); empty = the even split.
   std::vector<int> partition;
   // `--plan FILE` (rrfp tune): its partition, placement and hint replace
@@ -71,6 +75,12 @@ struct StepRecord {
   double busy_s = 0;                      // sum over devices of the time spent in passes
   std::int64_t peak_activation_bytes = 0; // max over stages
   std::vector<std::int64_t> peak_activation_per_stage;
+  // Per device: the peak of its stages' sum (interleaved and V-shape
+  // placements hold several stages on one device); empty under MPI.
+  std::vector<std::int64_t> peak_activation_per_device;
+  // Per task id of the step's graph: the time its pass ran, in seconds
+  // (rrfp profile reads it; tasks of other ranks: 0).
+  std::vector<double> task_s;
   // Per model stage: the device whose StarPU worker ran the stage's
   // optimizer step (an epilogue task), or -1 where the main thread ran it
   // (replay and plain executors) or another rank did.

@@ -116,7 +116,8 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                      {"bubble_ratio", r.bubble_ratio},
                      {"busy_s", r.busy_s},
                      {"peak_activation_bytes", r.peak_activation_bytes},
-                     {"peak_activation_bytes_per_stage", r.peak_activation_per_stage}});
+                     {"peak_activation_bytes_per_stage", r.peak_activation_per_stage},
+                     {"peak_activation_bytes_per_device", r.peak_activation_per_device}});
   nlohmann::json j = {{"model", o.model},
                       {"policy", res.policy},
                       {"executor", o.executor},

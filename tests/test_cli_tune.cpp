@@ -1,0 +1,93 @@
+// rrfp profile, rrfp tune, and --profile / --plan in sim, bench and train,
+// end to end through the command line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_run.hpp"
+
+namespace {
+
+std::string tmp(const std::string& n) { return ::testing::TempDir() + n; }
+
+const std::string kModel = "--layers 4 --d-model 16 --heads 2 --seq-len 16 --micro-batch-size 2 --mlp-widths 0,0,256,256";
+
+// One profile for the whole file: measuring takes a second.
+const std::string& profile() {
+  static const std::string path = [] {
+    const std::string p = tmp("cli_profile.json");
+    auto r = run_cli("profile " + kModel + " --repetitions 3 -o " + p);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return p;
+  }();
+  return path;
+}
+
+}  // namespace
+
+TEST(CliTune, ProfileTuneSimulateAndTrainThePlan) {
+  auto t = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 -o " + tmp("cli_plan.json"));
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("balanced partition"), std::string::npos) << t.out;  // it says what it tried
+  EXPECT_NE(t.out.find("stop after"), std::string::npos) << t.out;           // and why it stopped
+  nlohmann::json plan;
+  std::ifstream(tmp("cli_plan.json")) >> plan;
+  for (const char* k : {"partition", "placement", "stage_device", "hint_csv", "predicted_step_s", "memory_bytes"})
+    EXPECT_TRUE(plan.contains(k)) << k;
+
+  auto s = run_cli("sim --plan " + tmp("cli_plan.json") + " --json " + tmp("cli_plan_sim.json"));
+  ASSERT_EQ(s.code, 0) << s.out;
+  nlohmann::json sim;
+  std::ifstream(tmp("cli_plan_sim.json")) >> sim;
+  EXPECT_NEAR(sim["makespan_s"].get<double>(), plan["predicted_step_s"].get<double>(), 1e-12);
+
+  auto tr = run_cli("train " + kModel + " --plan " + tmp("cli_plan.json") + " --steps 2 --quiet");
+  EXPECT_EQ(tr.code, 0) << tr.out;
+  auto clash = run_cli("train " + kModel + " --plan " + tmp("cli_plan.json") + " --hint gpipe --steps 1");
+  EXPECT_EQ(clash.code, 2) << clash.out;
+  EXPECT_NE(clash.out.find("drop --hint"), std::string::npos) << clash.out;
+  auto other = run_cli("train --layers 4 --d-model 16 --heads 2 --seq-len 16 --micro-batch-size 2 --plan " +
+                       tmp("cli_plan.json") + " --steps 1");
+  EXPECT_EQ(other.code, 2) << other.out;
+  EXPECT_NE(other.out.find("was tuned for"), std::string::npos) << other.out;
+}
+
+TEST(CliTune, ProfileDrivesSimAndBench) {
+  // Without a plan: the even partition rrfp train would use.
+  auto s = run_cli("sim --profile " + profile() + " --hint 1f1b --stages 2 --microbatches 4 --json " +
+                   tmp("cli_prof_sim.json"));
+  ASSERT_EQ(s.code, 0) << s.out;
+  auto u = run_cli("sim --profile " + profile() + " --partition 3,1 --hint 1f1b --stages 2 --microbatches 4 --json " +
+                   tmp("cli_prof_sim31.json"));
+  ASSERT_EQ(u.code, 0) << u.out;
+  nlohmann::json even, uneven;
+  std::ifstream(tmp("cli_prof_sim.json")) >> even;
+  std::ifstream(tmp("cli_prof_sim31.json")) >> uneven;
+  // Blocks 2 and 3 are the heavy ones: the even split puts both on stage 1.
+  EXPECT_LT(uneven["makespan_s"].get<double>(), even["makespan_s"].get<double>());
+  auto b = run_cli("bench --profile " + profile() + " --hint 1f1b --stages 2 --microbatches 4 --policy rrfp");
+  EXPECT_EQ(b.code, 0) << b.out;
+  auto bad = run_cli("sim --profile " + profile() + " --partition 3,2 --hint 1f1b --stages 2");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("partition covers 5 blocks"), std::string::npos) << bad.out;
+}
+
+TEST(CliTune, BadInputsGetClearErrors) {
+  auto missing = run_cli("tune --profile " + tmp("no-such.json") + " --devices 2 -o " + tmp("x.json"));
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("cannot read profile"), std::string::npos) << missing.out;
+  std::ofstream(tmp("not_profile.json")) << "{\"format\": \"rrfp-plan\"}";
+  auto wrong = run_cli("tune --profile " + tmp("not_profile.json") + " --devices 2 -o " + tmp("x.json"));
+  EXPECT_EQ(wrong.code, 2) << wrong.out;
+  EXPECT_NE(wrong.out.find("is not an rrfp profile"), std::string::npos) << wrong.out;
+  auto tiny = run_cli("tune --profile " + profile() + " --devices 2 --memory-mb 0.001 -o " + tmp("x.json"));
+  EXPECT_EQ(tiny.code, 2) << tiny.out;
+  EXPECT_NE(tiny.out.find("no plan fits"), std::string::npos) << tiny.out;
+  auto many = run_cli("tune --profile " + profile() + " --devices 8 -o " + tmp("x.json"));
+  EXPECT_EQ(many.code, 2) << many.out;
+  auto noplan = run_cli("sim --plan " + tmp("no-such-plan.json"));
+  EXPECT_EQ(noplan.code, 2) << noplan.out;
+  EXPECT_NE(noplan.out.find("cannot read plan"), std::string::npos) << noplan.out;
+}

@@ -1,0 +1,266 @@
+// The tuner (rrfp tune), its profile and plan files, and the cost-aware
+// greedy generator, on synthetic profiles: pure C++, no training.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <algorithm>
+#include <random>
+
+#include "hints/csv.hpp"
+#include "hints/gen_greedy.hpp"
+#include "hints/generators.hpp"
+#include "hints/validate.hpp"
+#include "sim/plan.hpp"
+#include "sim/scenario.hpp"
+#include "sim/tuner.hpp"
+
+namespace rrfp {
+namespace {
+
+// A gpt-tiny-like profile: light first and last layers, `blocks` blocks of
+// `ms` milliseconds of F (B the same, W half), one per entry.
+ModelProfile synthetic(const std::vector<double>& block_ms, double act = 1e6, double weight = 1e5) {
+  ModelProfile p;
+  p.source = "synthetic";
+  p.model = "gpt-tiny";
+  p.config = {{"layers", static_cast<int>(block_ms.size())}};
+  p.micro_batch_size = 4;
+  auto layer = [&](const std::string& name, double ms) {
+    LayerProfile l;
+    l.name = name;
+    l.f = {ms * 1e-3, 0};
+    l.b = {ms * 1e-3, 0};
+    l.w = {ms * 0.5e-3, 0};
+    l.bw = {ms * 1.5e-3, 0};
+    l.activation_bytes = act * ms;
+    l.weight_bytes = weight * ms;
+    return l;
+  };
+  p.layers.push_back(layer("embed", 0.05));
+  for (size_t i = 0; i < block_ms.size(); ++i) p.layers.push_back(layer("block" + std::to_string(i), block_ms[i]));
+  p.layers.push_back(layer("head", 0.3));
+  p.message_bytes.assign(p.layers.size() - 1, 4096);
+  return p;
+}
+
+double simulated_step(const Plan& plan, Mode mode) {
+  ScenarioResult r = run_scenario(plan_hint(plan), plan_scenario(plan, mode, 0));
+  EXPECT_TRUE(r.sim.complete) << r.sim.stuck;
+  return r.sim.makespan;
+}
+
+}  // namespace
+
+TEST(Tuner, PartitionCoversEveryLayerOnceInOrder) {
+  const ModelProfile p = synthetic({1, 2, 3, 4, 5, 6, 7, 8});
+  TuneOptions o;
+  o.devices = 2;
+  for (int S = 1; S <= 10; ++S) {
+    const std::vector<int> c = balanced_counts(p, S);
+    ASSERT_EQ(static_cast<int>(c.size()), S);
+    EXPECT_NO_THROW(check_counts(c, p.blocks()));
+    const StageCosts sc = stage_costs(p, c);
+    double f = 0, w = 0;
+    for (int s = 0; s < S; ++s) f += sc.cost[s].f, w += sc.weight_bytes[s];
+    double want_f = 0, want_w = 0;
+    for (const LayerProfile& l : p.layers) want_f += l.f.mean_s * 1e3, want_w += l.weight_bytes;
+    EXPECT_NEAR(f, want_f, 1e-9) << "S=" << S;  // every layer counted exactly once
+    EXPECT_NEAR(w, want_w, 1e-6) << "S=" << S;
+  }
+  // Stage s of the plan holds blocks in order: the first stage's come first.
+  const std::vector<int> c = balanced_counts(p, 2);
+  EXPECT_GT(c[0], c[1]);  // the later blocks are heavier
+  EXPECT_THROW(check_counts({4, 0, 4}, 8), SpecError);     // an empty middle stage
+  EXPECT_THROW(check_counts({4, 3}, 8), SpecError);        // a block left out
+  EXPECT_THROW(check_counts({-1, 9}, 8), SpecError);
+  EXPECT_NO_THROW(check_counts({0, 8, 0}, 8));             // embedding alone, head alone
+  EXPECT_THROW(balanced_counts(p, 11), SpecError);
+}
+
+TEST(Tuner, CutsAroundOneHeavyLayer) {
+  // Block 5 costs as much as all the others together: the tuned plan gives
+  // it a stage (nearly) of its own, where the even split pairs it with others.
+  std::vector<double> ms(8, 1.0);
+  ms[5] = 12;
+  const ModelProfile p = synthetic(ms);
+  TuneOptions o;
+  o.devices = 4;
+  o.microbatches = 8;
+  o.placements = {"linear"};
+  const Plan plan = tune(p, o);
+  int at = 0, stage_of_heavy = -1;
+  for (size_t s = 0; s < plan.counts.size(); ++s) {
+    if (5 >= at && 5 < at + plan.counts[s]) stage_of_heavy = static_cast<int>(s);
+    at += plan.counts[s];
+  }
+  ASSERT_GE(stage_of_heavy, 0);
+  EXPECT_EQ(plan.counts[stage_of_heavy], 1) << "the heavy block shares its stage";
+  // And it beats the even split (which pairs it with block 4) under the
+  // same hint: the heavy stage bounds both, by 12 ms against 13 a microbatch.
+  Plan even = plan;
+  even.counts = even_counts("gpt-tiny", 8, 4);
+  even.costs = stage_costs(p, even.counts);
+  EXPECT_LT(plan.predicted_step_s, simulated_step(even, o.mode) * 0.95);
+  EXPECT_NEAR(simulated_step(plan, o.mode), plan.predicted_step_s, 1e-12);
+}
+
+TEST(Tuner, NeverExceedsTheMemoryLimitAndRefusesAnImpossibleOne) {
+  const ModelProfile p = synthetic({1, 1, 2, 2, 3, 3, 4, 4});
+  TuneOptions o;
+  o.devices = 2;
+  o.microbatches = 8;
+  const Plan free = tune(p, o);
+  const double need = *std::max_element(free.memory_bytes.begin(), free.memory_bytes.end());
+  for (double frac : {0.9, 0.75, 0.6}) {
+    o.memory_bytes = need * frac;
+    Plan plan;
+    try {
+      plan = tune(p, o);
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find("no plan fits"), std::string::npos) << e.what();
+      continue;
+    }
+    ScenarioResult r = run_scenario(plan_hint(plan), plan_scenario(plan, o.mode, 0));
+    ASSERT_TRUE(r.sim.complete);
+    for (int d = 0; d < o.devices; ++d)
+      EXPECT_LE(r.sim.peak_activation_bytes[d] + kStateCopies * r.sim.weight_bytes[d], o.memory_bytes + 1e-6)
+          << "device " << d << " at " << frac << " of the free plan's memory";
+  }
+  o.memory_bytes = 1;  // nothing fits one byte
+  try {
+    tune(p, o);
+    FAIL() << "a one-byte limit was accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("no plan fits"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Tuner, RefusesPlansThatDoNotFitTheModelOrTheDevices) {
+  const ModelProfile p = synthetic({1, 1, 1});
+  TuneOptions o;
+  o.devices = 8;  // 8 stages > 3 blocks + first + last
+  EXPECT_THROW(tune(p, o), SpecError);
+  o.devices = 0;
+  EXPECT_THROW(tune(p, o), SpecError);
+  o.devices = 2;
+  o.placements = {"diagonal"};
+  EXPECT_THROW(tune(p, o), SpecError);
+}
+
+TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
+  const ModelProfile p = synthetic({1, 2, 3, 4});
+  TuneOptions o;
+  o.devices = 2;
+  o.microbatches = 4;
+  const Plan plan = tune(p, o);
+  const std::string path = ::testing::TempDir() + "/plan.json";
+  write_plan(path, plan);
+  const Plan back = read_plan(path);
+  EXPECT_EQ(back.counts, plan.counts);
+  EXPECT_EQ(back.stage_device, plan.stage_device);
+  EXPECT_EQ(export_csv(plan_hint(back)), plan.csv);
+  EXPECT_NEAR(simulated_step(back, o.mode), plan.predicted_step_s, 1e-12);
+
+  nlohmann::json j = plan_json(plan);
+  j["devices"] = 3;  // the hint has 2 rows
+  EXPECT_THROW(parse_plan(j, "bad"), SpecError);
+  j = plan_json(plan);
+  j["partition"] = std::vector<int>{4};  // one stage, the costs list more
+  EXPECT_THROW(parse_plan(j, "bad"), SpecError);
+  j = plan_json(plan);
+  j["format"] = "something";
+  EXPECT_THROW(parse_plan(j, "bad"), SpecError);
+  EXPECT_THROW(read_plan(::testing::TempDir() + "/no-such-plan.json"), SpecError);
+}
+
+TEST(Tuner, ProfileFilesRoundTripAndBadOnesAreRefused) {
+  const ModelProfile p = synthetic({1, 2});
+  const std::string path = ::testing::TempDir() + "/profile.json";
+  write_profile(path, p);
+  const ModelProfile back = read_profile(path);
+  ASSERT_EQ(back.layers.size(), p.layers.size());
+  EXPECT_EQ(back.layers[2].f.mean_s, p.layers[2].f.mean_s);
+  nlohmann::json j = profile_json(p);
+  j["layers"][1]["F"]["mean_s"] = -1;
+  EXPECT_THROW(parse_profile(j, "bad"), SpecError);
+  j = profile_json(p);
+  j["layers"][1].erase("W");
+  EXPECT_THROW(parse_profile(j, "bad"), SpecError);
+  j = profile_json(p);
+  j["message_bytes"] = std::vector<double>{1};
+  EXPECT_THROW(parse_profile(j, "bad"), SpecError);
+  j = profile_json(p);
+  j["config"]["layers"] = 7;
+  EXPECT_THROW(parse_profile(j, "bad"), SpecError);
+  std::ofstream(path) << "{ not json";
+  EXPECT_THROW(read_profile(path), SpecError);
+}
+
+TEST(Tuner, EvenCountsAreTheTrainersSplit) {
+  EXPECT_EQ(even_counts("gpt-tiny", 8, 3), (std::vector<int>{3, 3, 2}));
+  EXPECT_EQ(even_counts("mm-tiny", 4, 3), (std::vector<int>{0, 2, 2}));
+  EXPECT_EQ(even_counts("mm-tiny", 4, 1), (std::vector<int>{4}));
+  EXPECT_THROW(even_counts("gpt-tiny", 2, 3), SpecError);
+}
+
+// The greedy generator on every placement, random costs and caps: a valid
+// hint that completes under readiness-first and under the strict order.
+TEST(GreedySchedule, ValidatesAndCompletesUnderRrfpAndFixed) {
+  std::mt19937 rng(7);
+  int runs = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int D = 2 + trial % 3, M = 2 + trial % 7;
+    const int kind = trial % 3;
+    const PipelineSpec spec = kind == 0 ? PipelineSpec::linear(D, M, true)
+                              : kind == 1 ? PipelineSpec::interleaved(D, 2, M, true)
+                                          : PipelineSpec::vshape(D, M, true);
+    Hint h;
+    h.graph = std::make_shared<TaskGraph>(spec);
+    std::uniform_real_distribution<double> u(0.2, 3.0);
+    std::vector<double> cost(spec.stages * 4);
+    for (double& c : cost) c = u(rng) * 1e-3;
+    GreedyOptions go;
+    for (int d = 0; d < D; ++d) go.cap.push_back(1 + static_cast<int>(rng() % (2 * D)));
+    const TaskGraph& g = *h.graph;
+    go.duration = [&](int id) { return cost[g.task(id).stage * 4 + static_cast<int>(g.task(id).kind)]; };
+    go.link_s = (trial % 4) * 1e-4;
+    ASSERT_NO_THROW(greedy_schedule(h, go)) << "trial " << trial;
+    EXPECT_NO_THROW(validate_hint(h)) << "trial " << trial;
+    for (Mode m : {Mode::ReadinessFirst, Mode::Strict, Mode::BoundedWait}) {
+      SimOptions so;
+      so.mode = m;
+      so.duration = go.duration;
+      so.comm.latency_s = go.link_s;
+      SimResult r = simulate(h, so);
+      EXPECT_TRUE(r.complete) << "trial " << trial << ": " << r.stuck;
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 180);
+}
+
+TEST(GreedySchedule, FillsBubblesWithW) {
+  // Equal costs on a linear pipeline with the 1F1B caps: the greedy order is
+  // never longer than 1F1B's, and shorter than GPipe's memory-equal order.
+  HintParams hp;
+  hp.stages = 4;
+  hp.microbatches = 8;
+  hp.split = 1;
+  const Hint one = make_hint("1f1b", hp);
+  Hint h;
+  h.graph = one.graph;
+  GreedyOptions go;
+  go.cap = one.peak_inflight();
+  go.duration = [](int) { return 1e-3; };
+  greedy_schedule(h, go);
+  SimOptions so;
+  so.mode = Mode::Strict;
+  so.duration = go.duration;
+  const double greedy = simulate(h, so).makespan, ofb = simulate(one, so).makespan;
+  EXPECT_LT(greedy, ofb * 0.95);
+  const std::vector<int> peak = h.peak_inflight();
+  for (size_t d = 0; d < peak.size(); ++d) EXPECT_LE(peak[d], go.cap[d]) << "device " << d;
+}
+
+}  // namespace rrfp
