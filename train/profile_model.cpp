@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "hints/gen_greedy.hpp"
+#include "runtime/session.hpp"
 #include "train/blas.hpp"
 #include "train/data.hpp"
 #include "train/mm_model.hpp"
@@ -38,13 +39,17 @@ double timed(F&& f) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Pass times of every (layer, kind) inside real training steps on StarPU.
+// Pass times of every (layer, kind) inside real training steps on StarPU:
+// a split-backward run and a fused one, one step of each in turn, so both
+// forms meet the same machine (these VMs change speed within seconds).
 void measure_on_workers(const ProfileOptions& po, TrainOptions o, const std::vector<int>& counts, std::vector<Acc>& f,
                         std::vector<Acc>& b, std::vector<Acc>& w, std::vector<Acc>& bw,
                         const std::function<void(const std::string&)>& progress) {
   const int S = static_cast<int>(counts.size()), D = po.devices, M = po.microbatches;
   std::vector<int> map(S);
   for (int s = 0; s < S; ++s) map[s] = s % D;  // every cut crosses devices, as a stage boundary does
+  std::vector<std::unique_ptr<Trainer>> runs;
+  std::vector<std::shared_ptr<Hint>> hints;
   for (bool split : {true, false}) {
     auto h = std::make_shared<Hint>();
     h->graph = std::make_shared<TaskGraph>(PipelineSpec::explicit_map(map, M, split));
@@ -52,27 +57,31 @@ void measure_on_workers(const ProfileOptions& po, TrainOptions o, const std::vec
     go.cap.assign(D, M * ((S + D - 1) / D));
     go.duration = [](int) { return 1e-3; };
     greedy_schedule(*h, go);
-    h->name = "profile";
+    h->name = split ? "profile-split" : "profile-fused";
     o.hint_object = h;
     o.partition = counts;
     o.executor = "starpu";
     o.steps = po.repetitions + 1;
-    Trainer t(o);
-    const TaskGraph& g = *h->graph;
-    for (int step = 0; !t.done(); ++step) {
-      const StepRecord r = t.step();
-      if (step == 0) continue;  // warm-up
-      for (int id = 0; id < g.size(); ++id) {
-        const Task& k = g.task(id);
-        std::vector<Acc>& acc = k.kind == Kind::F ? f : k.kind == Kind::B ? b : k.kind == Kind::W ? w : bw;
-        acc[k.stage].add(r.task_s[id]);
-      }
-      if (progress && (step % 5 == 0 || t.done()))
-        progress(fmt::format("profile ({} backward) {}/{} steps on {} workers", split ? "split" : "fused", step,
-                             po.repetitions, D));
-    }
-    t.finish();
+    runs.push_back(std::make_unique<Trainer>(o));
+    hints.push_back(h);
   }
+  for (int step = 0; step <= po.repetitions; ++step) {
+    for (size_t k = 0; k < runs.size(); ++k) {
+      StarpuSession::close_reused();  // each run starts its own workers, outside the timed passes
+      const StepRecord r = runs[k]->step();
+      if (step == 0) continue;  // warm-up
+      const TaskGraph& g = *hints[k]->graph;
+      for (int id = 0; id < g.size(); ++id) {
+        const Task& t = g.task(id);
+        std::vector<Acc>& acc = t.kind == Kind::F ? f : t.kind == Kind::B ? b : t.kind == Kind::W ? w : bw;
+        acc[t.stage].add(r.task_s[id]);
+      }
+    }
+    if (progress && step > 0 && (step % 5 == 0 || step == po.repetitions))
+      progress(fmt::format("profile {}/{} steps (split and fused backward) on {} workers", step, po.repetitions, D));
+  }
+  for (auto& r : runs) r->finish();
+  StarpuSession::close_reused();
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+#!/bin/bash
+# Issue 15's measurements (perf/RESULTS.md): profile -> tune -> run.
+#  1. Real training, 2 stages on the 2 cores: the tuned plan against the best
+#     zoo hint on rrfp train's even partition (perf/bench_train_ab --plan,
+#     one step of each a round, ratios within a round), and the plan's
+#     predicted step against its measured one, on a heterogeneous gpt-tiny
+#     (6 attention-only blocks, then 2 with a 1024-wide MLP) and on mm-tiny
+#     with 8 language blocks.
+#  2. Simulation at 4, 8 and 16 devices from a 64-block profile of the same
+#     shape (48 attention-only blocks, 16 wide ones): tuned vs best even hint,
+#     and how long each search took (perf/tune_at_scale).
+# Usage: perf/tune_perf.sh [build dir] [rounds]
+set -euo pipefail
+BUILD=${1:-build}
+ROUNDS=${2:-12}
+R=$BUILD/rrfp
+AB=$BUILD/perf/bench_train_ab
+SCALE=$BUILD/perf/tune_at_scale
+for x in "$R" "$AB" "$SCALE"; do
+  [ -x "$x" ] || { echo "error: $x not found (cmake --build $BUILD)" >&2; exit 2; }
+done
+export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+date -u +"%Y-%m-%d %H:%M UTC"
+
+run_case() {  # name, model flags...
+  local name=$1
+  shift
+  echo "== $name: $*"
+  "$R" profile "$@" --devices 2 --microbatches 8 -o "$OUT/$name.profile.json" | tail -n +2 | grep -v '^profile '
+  "$R" tune --profile "$OUT/$name.profile.json" --devices 2 --microbatches 8 --quiet -o "$OUT/$name.plan.json"
+  "$AB" --plan "$OUT/$name.plan.json" "$@" --rounds "$ROUNDS" --quiet
+}
+
+run_case gpt-hetero --model gpt-tiny --layers 8 --mlp-widths 0,0,0,0,0,0,1024,1024
+run_case mm-tiny --model mm-tiny --layers 8
+
+echo "== simulation at scale: gpt-tiny, 64 blocks (48 attention-only, 16 with a 1024-wide MLP)"
+W=$(printf '0,%.0s' $(seq 48))$(printf '1024,%.0s' $(seq 15))1024
+"$R" profile --layers 64 --mlp-widths "$W" --devices 2 --microbatches 8 --repetitions 5 -o "$OUT/gpt64.profile.json" \
+  > /dev/null
+"$SCALE" --profile "$OUT/gpt64.profile.json" --devices 4,8,16
