@@ -122,6 +122,10 @@ void validate(const CostOptions& o) {
       if (!(o.stage_base[s].of(k) >= 0) || !std::isfinite(o.stage_base[s].of(k)))
         throw SpecError(fmt::format("stage {}: cost of {} must be finite and not negative", s, kind_name(k)));
   }
+  if (!o.stage_sigma.empty() && o.stage_sigma.size() != o.stage_base.size())
+    throw SpecError("a stage spread needs one stage cost per stage");
+  for (double v : o.stage_sigma)
+    if (!(v >= 0) || !std::isfinite(v)) throw SpecError(fmt::format("stage spread {} must be finite and >= 0", v));
   if (o.durations && !o.stage_base.empty())
     throw SpecError("--durations replays measured durations: drop --profile (or drop --durations)");
   if (!(o.unit_ms > 0) || !std::isfinite(o.unit_ms)) throw SpecError(fmt::format("--unit-ms {} must be positive", o.unit_ms));
@@ -171,6 +175,7 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
         break;
       }
     }
+    if (!o.stage_sigma.empty()) factor *= mean_one_lognormal(o.stage_sigma[t.stage], normal(key(o.seed, kMicrobatch, 1, t.stage, t.mb)));
     const BaseCost& base = o.stage_base.empty() ? o.base : o.stage_base[t.stage];
     d.task_s[id] = base.of(t.kind) * factor * o.unit_ms * 1e-3;
   }

@@ -46,6 +46,10 @@ struct CostOptions {
   // Per model stage, instead of `base` (a `--profile`'s stage costs, in
   // units of unit_ms); empty = `base` on every stage.
   std::vector<BaseCost> stage_base;
+  // Per model stage, with stage_base: a profile's spread as the sigma of a
+  // mean-one lognormal factor drawn per (stage, microbatch) and shared by
+  // its F, B and W (a heavy microbatch is heavy in every pass); empty = none.
+  std::vector<double> stage_sigma;
   // Measured durations (`--durations FILE`) instead of base x variability;
   // the link model still applies.
   std::shared_ptr<const DurationTrace> durations;

@@ -99,6 +99,7 @@ struct ProfileFlags {
   // Applies the costs to a cost model (per-stage means, in ms).
   void apply(CostOptions& o, const StageCosts& c) const {
     o.stage_base = c.cost;
+    o.stage_sigma = c.sigma;  // the measured spread, drawn per (stage, microbatch)
     o.unit_ms = 1;
     validate(o);
   }

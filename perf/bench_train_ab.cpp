@@ -256,15 +256,12 @@ int issue4_ratios(const Args& a) {
   return same ? 0 : 1;
 }
 
-// The simulator's step time for a hint on the even partition of a profile.
-double predicted_even(const ModelProfile& prof, const Hint& h) {
+// The simulator's step time for a hint on the even partition of a profile,
+// under the objective the plan was tuned with.
+double predicted_even(const ModelProfile& prof, const Plan& plan, const Hint& h) {
   const StageCosts c = stage_costs(prof, even_counts(prof.model, prof.blocks(), h.spec().stages));
-  Scenario sc;
-  sc.cost.stage_base = c.cost;
-  sc.cost.unit_ms = 1;
-  sc.mode = parse_mode(std::getenv("STARPU_SCHED") ? std::getenv("STARPU_SCHED") : "rrfp-wait");
-  ScenarioResult r = run_scenario(h, sc);
-  return r.sim.complete ? r.sim.makespan : 0;
+  const StepEstimate e = estimate_step(h, c, plan_objective(plan));
+  return e.complete ? e.step_s : 0;
 }
 
 // --plan: the tuned plan and each zoo hint on the even partition, S=2, the
@@ -290,7 +287,7 @@ int plan_ratios(const Args& a) {
     const Hint hint = make_hint(h, hp);
     cfgs.push_back(config(h, base, plan.devices, h, "starpu", false));
     cfgs.back().opt.chunks = hp.chunks;
-    predicted.push_back(predicted_even(prof, hint));
+    predicted.push_back(predicted_even(prof, plan, hint));
   }
   run_rounds(cfgs, a);
   fmt::print("{} measured rounds of one step each (after {} warm-up): {} S={} M={} microbatches of {}, policy {}\n",

@@ -18,15 +18,10 @@ using namespace rrfp;
 
 namespace {
 
-// The simulated step of a zoo hint on the even partition.
-double even_step(const ModelProfile& p, const Hint& h, Mode mode) {
-  const StageCosts c = stage_costs(p, even_counts(p.model, p.blocks(), h.spec().stages));
-  Scenario sc;
-  sc.cost.stage_base = c.cost;
-  sc.cost.unit_ms = 1;
-  sc.mode = mode;
-  const ScenarioResult r = run_scenario(h, sc);
-  return r.sim.complete ? r.sim.makespan : std::numeric_limits<double>::infinity();
+// The simulated step of a zoo hint on the even partition, under the tuner's objective.
+double even_step(const ModelProfile& p, const Hint& h, const TuneOptions& o) {
+  const StepEstimate e = simulate_partition(h, stage_costs(p, even_counts(p.model, p.blocks(), h.spec().stages)), o);
+  return e.complete ? e.step_s : std::numeric_limits<double>::infinity();
 }
 
 }  // namespace
@@ -65,7 +60,7 @@ int main(int argc, char** argv) {
         hp.microbatches = M;
         hp.chunks = std::string(name) == "interleaved-1f1b" ? 2 : 0;
         try {
-          const double s = even_step(p, make_hint(name, hp), mode);
+          const double s = even_step(p, make_hint(name, hp), o);
           if (s < best_s) best_s = s, best = name;
         } catch (const SpecError&) {
           // More model stages than blocks: this hint cannot run here.

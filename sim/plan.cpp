@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
 #include <limits>
 
 #include "hints/csv.hpp"
@@ -16,7 +17,8 @@ nlohmann::json costs_json(const StageCosts& c) {
   nlohmann::json st = nlohmann::json::array();
   for (size_t s = 0; s < c.cost.size(); ++s)
     st.push_back({{"F_ms", c.cost[s].f}, {"B_ms", c.cost[s].b}, {"W_ms", c.cost[s].w}, {"BW_ms", c.cost[s].bw},
-                  {"activation_bytes", c.activation_bytes[s]}, {"weight_bytes", c.weight_bytes[s]}});
+                  {"activation_bytes", c.activation_bytes[s]}, {"weight_bytes", c.weight_bytes[s]},
+                  {"sigma", c.sigma.empty() ? 0.0 : c.sigma[s]}});
   return st;
 }
 
@@ -49,6 +51,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"inflight_slack", p.inflight_slack},
           {"hint_csv", p.csv},
           {"predicted_step_s", p.predicted_step_s},
+          {"predicted_seeds", p.seeds},
           {"memory_limit_bytes", p.memory_limit_bytes},
           {"memory_bytes", p.memory_bytes},
           {"stages", costs_json(p.costs)},
@@ -76,6 +79,8 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   p.inflight_slack = j.value("inflight_slack", 0);
   p.csv = need<std::string>(j, "hint_csv", source);
   p.predicted_step_s = j.value("predicted_step_s", 0.0);
+  p.seeds = j.value("predicted_seeds", 5);
+  if (p.seeds < 1) throw SpecError(fmt::format("{}: predicted_seeds must be at least 1", source));
   p.memory_limit_bytes = j.value("memory_limit_bytes", 0.0);
   p.memory_bytes = j.value("memory_bytes", std::vector<double>{});
   p.tried = j.value("tried", nlohmann::json::array());
@@ -91,6 +96,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
     p.costs.cost.push_back(c);
     p.costs.activation_bytes.push_back(need<double>(s, "activation_bytes", source));
     p.costs.weight_bytes.push_back(need<double>(s, "weight_bytes", source));
+    p.costs.sigma.push_back(s.value("sigma", 0.0));
   }
   p.costs.message_bytes = j.value("message_bytes", 0.0);
   const auto link = j.value("link", nlohmann::json::object());
@@ -142,20 +148,55 @@ Hint plan_hint(const Plan& p) {
   return h;
 }
 
-Scenario plan_scenario(const Plan& p, Mode mode, int inflight_slack) {
+Scenario cost_scenario(const StageCosts& c, const Objective& o, std::uint64_t seed) {
   Scenario sc;
-  sc.cost.stage_base = p.costs.cost;
+  sc.cost.stage_base = c.cost;
+  sc.cost.stage_sigma = c.sigma;
   sc.cost.unit_ms = 1;
-  sc.cost.link_ms = p.link_ms;
-  sc.mode = mode;
-  sc.inflight_slack = inflight_slack;
-  sc.comm.latency_s = p.latency_s;
-  if (p.bandwidth_Bps > 0) sc.comm.bandwidth_Bps = p.bandwidth_Bps;
-  sc.comm.message_bytes = p.costs.message_bytes;
-  sc.memory.activation_bytes = p.costs.activation_bytes;
-  sc.memory.weight_bytes = p.costs.weight_bytes;
-  sc.memory.release_at_w = true;  // as the trainer holds it (MemoryModel)
+  sc.cost.link_ms = o.link_ms;
+  sc.cost.seed = seed;
+  sc.mode = o.mode;
+  sc.inflight_slack = o.inflight_slack;
+  sc.comm.latency_s = o.latency_s;
+  if (o.bandwidth_Bps > 0) sc.comm.bandwidth_Bps = o.bandwidth_Bps;
+  sc.comm.message_bytes = c.message_bytes;
+  sc.memory.activation_bytes = c.activation_bytes;
+  sc.memory.weight_bytes = c.weight_bytes;
+  sc.memory.release_at_w = true;  // as the trainer holds activations (MemoryModel)
   return sc;
+}
+
+StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& o) {
+  if (o.seeds < 1) throw SpecError("the prediction needs at least one seed");
+  StepEstimate e;
+  const int D = h.devices();
+  e.memory.assign(D, 0);
+  e.busy_s.assign(D, 0);
+  for (int seed = 1; seed <= o.seeds; ++seed) {
+    const ScenarioResult r = run_scenario(h, cost_scenario(c, o, static_cast<std::uint64_t>(seed)));
+    if (!r.sim.complete) {
+      e.stuck = r.sim.stuck;
+      return e;
+    }
+    e.step_s += r.sim.makespan / o.seeds;
+    for (int d = 0; d < D; ++d) {
+      e.memory[d] = std::max(e.memory[d], r.sim.peak_activation_bytes[d] + kStateCopies * r.sim.weight_bytes[d]);
+      e.busy_s[d] += r.sim.busy[d] / o.seeds;
+    }
+  }
+  e.complete = true;
+  return e;
+}
+
+Objective plan_objective(const Plan& p) {
+  Objective o;
+  o.mode = parse_mode(p.policy);
+  o.inflight_slack = p.inflight_slack;
+  o.latency_s = p.latency_s;
+  o.bandwidth_Bps = p.bandwidth_Bps;
+  o.link_ms = p.link_ms;
+  o.seeds = p.seeds;
+  return o;
 }
 
 }  // namespace rrfp

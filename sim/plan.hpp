@@ -34,6 +34,7 @@ struct Plan {
   std::vector<double> memory_bytes;   // per device: activation peak + kStateCopies x weights
   StageCosts costs;             // per model stage, what the prediction used
   double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // the link it was tuned for (0 bandwidth: infinite)
+  int seeds = 5;                // predicted_step_s: the mean over this many seeds of the stages' spread
   nlohmann::json tried = nlohmann::json::array();        // the tuner's log
 };
 
@@ -46,7 +47,26 @@ void write_plan(const std::string& path, const Plan& p);  // atomically
 
 // The plan's hint, checked against its stages, devices and microbatches.
 Hint plan_hint(const Plan& p);
-// The simulator's view of the plan: its stage costs, link and memory.
-Scenario plan_scenario(const Plan& p, Mode mode, int inflight_slack);
+
+// What a step is predicted from: the policy, the link, and how many seeds
+// of the stages' spread (StageCosts::sigma) the prediction averages.
+struct Objective {
+  Mode mode = Mode::BoundedWait;
+  int inflight_slack = 0;
+  double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // 0 bandwidth: infinite
+  int seeds = 5;
+};
+struct StepEstimate {
+  bool complete = false;
+  std::string stuck;            // when !complete
+  double step_s = 0;            // mean over the seeds
+  std::vector<double> memory;   // per device, the largest over the seeds: activations + kStateCopies x weights
+  std::vector<double> busy_s;   // per device, mean over the seeds
+};
+// One simulated scenario (seed `seed`) of a hint under stage costs.
+Scenario cost_scenario(const StageCosts& c, const Objective& o, std::uint64_t seed);
+StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& o);
+// The objective a plan was tuned under (its link, seeds, policy and slack).
+Objective plan_objective(const Plan& p);
 
 }  // namespace rrfp

@@ -154,6 +154,7 @@ StageCosts stage_costs(const ModelProfile& p, const std::vector<int>& counts) {
   c.cost.assign(S, BaseCost{0, 0, 0, 0});
   c.activation_bytes.assign(S, 0);
   c.weight_bytes.assign(S, 0);
+  c.sigma.assign(S, 0);
   int layer = 0;
   for (int s = 0; s < S; ++s) {
     const int first = layer;
@@ -166,7 +167,11 @@ StageCosts stage_costs(const ModelProfile& p, const std::vector<int>& counts) {
       c.cost[s].bw += l.bw.mean_s * 1e3;
       c.activation_bytes[s] += l.activation_bytes;
       c.weight_bytes[s] += l.weight_bytes;
+      c.sigma[s] += l.f.std_s * l.f.std_s + l.b.std_s * l.b.std_s + l.w.std_s * l.w.std_s;  // variance, for now
     }
+    const double mean = (c.cost[s].f + c.cost[s].b + c.cost[s].w) * 1e-3;
+    const double cv = mean > 0 ? std::sqrt(c.sigma[s]) / mean : 0;
+    c.sigma[s] = std::sqrt(std::log1p(cv * cv));
     if (s + 1 < S) c.message_bytes = std::max(c.message_bytes, p.message_bytes[last - 1]);
     layer = last;
   }

@@ -60,6 +60,9 @@ struct StageCosts {
   std::vector<BaseCost> cost;            // mean times, in milliseconds
   std::vector<double> activation_bytes;  // per microbatch
   std::vector<double> weight_bytes;
+  // Per stage: the lognormal sigma matching the coefficient of variation of
+  // its F + B + W (layers' spreads taken as independent).
+  std::vector<double> sigma;
   double message_bytes = 0;              // the largest message at a cut
 };
 StageCosts stage_costs(const ModelProfile& p, const std::vector<int>& counts);

@@ -77,25 +77,22 @@ bool better(const Trial& a, const Trial& b) {
   return a.step < b.step * (1 - 1e-6);
 }
 
+Objective objective_of(const TuneOptions& o) {
+  Objective ob;
+  ob.mode = o.mode;
+  ob.inflight_slack = o.inflight_slack;
+  ob.latency_s = o.latency_s;
+  ob.bandwidth_Bps = o.bandwidth_Bps;
+  ob.link_ms = o.link_ms;
+  ob.seeds = o.seeds;
+  return ob;
+}
+
 struct Search {
   const ModelProfile& prof;
   const TuneOptions& o;
 
-  Scenario scenario(const StageCosts& c) const {
-    Scenario sc;
-    sc.cost.stage_base = c.cost;
-    sc.cost.unit_ms = 1;
-    sc.cost.link_ms = o.link_ms;
-    sc.mode = o.mode;
-    sc.inflight_slack = o.inflight_slack;
-    sc.comm.latency_s = o.latency_s;
-    if (o.bandwidth_Bps > 0) sc.comm.bandwidth_Bps = o.bandwidth_Bps;
-    sc.comm.message_bytes = c.message_bytes;
-    sc.memory.activation_bytes = c.activation_bytes;
-    sc.memory.weight_bytes = c.weight_bytes;
-    sc.memory.release_at_w = true;
-    return sc;
-  }
+  Objective objective() const { return objective_of(o); }
 
   std::shared_ptr<const Hint> greedy(const Candidate& cand, const StageCosts& c) const {
     auto h = std::make_shared<Hint>();
@@ -131,18 +128,16 @@ struct Search {
       t.why = e.what();
       return t;
     }
-    const ScenarioResult r = run_scenario(*t.hint, scenario(c));
-    if (!r.sim.complete) {
-      t.why = r.sim.stuck;
+    const StepEstimate e = estimate_step(*t.hint, c, objective());
+    if (!e.complete) {
+      t.why = e.stuck;
       return t;
     }
     t.complete = true;
-    t.step = r.sim.makespan;
-    t.mem.resize(o.devices);
-    for (int d = 0; d < o.devices; ++d) {
-      t.mem[d] = r.sim.peak_activation_bytes[d] + kStateCopies * r.sim.weight_bytes[d];
-      if (r.sim.busy[d] > r.sim.busy[t.busiest]) t.busiest = d;
-    }
+    t.step = e.step_s;
+    t.mem = e.memory;
+    for (int d = 0; d < o.devices; ++d)
+      if (e.busy_s[d] > e.busy_s[t.busiest]) t.busiest = d;
     t.mem_max = *std::max_element(t.mem.begin(), t.mem.end());
     t.fits = o.memory_bytes <= 0 || t.mem_max <= o.memory_bytes;
     return t;
@@ -217,6 +212,10 @@ struct Search {
 
 }  // namespace
 
+StepEstimate simulate_partition(const Hint& h, const StageCosts& c, const TuneOptions& o) {
+  return estimate_step(h, c, objective_of(o));
+}
+
 std::vector<int> balanced_counts(const ModelProfile& p, int S) {
   const int L = p.blocks();
   if (S < 1 || S > L + 2 || (S > 2 && S - 2 > L))
@@ -253,6 +252,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
   if (o.devices < 1) throw SpecError("--devices must be at least 1");
   if (o.microbatches < 1) throw SpecError("--microbatches must be at least 1");
   if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");
+  if (o.seeds < 1) throw SpecError("--seeds must be at least 1");
   std::vector<Layout> layouts;
   if (o.placements.empty()) {
     layouts.push_back(parse_layout("linear"));
@@ -334,6 +334,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
   p.latency_s = o.latency_s;
   p.bandwidth_Bps = o.bandwidth_Bps;
   p.link_ms = o.link_ms;
+  p.seeds = o.seeds;
   p.tried = tried;
   return p;
 }

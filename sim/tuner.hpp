@@ -34,12 +34,17 @@ struct TuneOptions {
   // Schedules to search; empty = every one that fits a placement.
   std::vector<std::string> schedules;
   int max_moves = 400;          // per (placement, schedule)
+  int seeds = 5;                // the objective: mean step over this many draws of the stages' spread
   std::function<void(const std::string&)> log;  // one line per step of the search
 };
 
 // Throws SpecError when no candidate fits the devices, the blocks or the
 // memory limit (the message names the smallest need found).
 Plan tune(const ModelProfile& profile, const TuneOptions& opt);
+
+// The simulated step of a hint on a partition's costs (what the tuner
+// minimises): estimate_step under these options' objective.
+StepEstimate simulate_partition(const Hint& h, const StageCosts& c, const TuneOptions& o);
 
 // Cost-balanced start: blocks per stage minimising the largest stage's
 // F + B + W (its first and last layers included), S stages.
