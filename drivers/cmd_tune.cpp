@@ -45,13 +45,16 @@ void add_tune_command(CLI::App& app) {
                 "(MiB; 0 = no limit)");
   c->add_option("--latency-ms", *latency_ms, "per-message link latency (ms)");
   c->add_option("--bandwidth-gbps", *bandwidth, "link bandwidth (Gbit/s); 0 = infinite");
-  c->add_option("--link-ms", o->link_ms, "extra delay of every message between devices (ms), as rrfp train --link-ms");
+  c->add_option("--link-ms", o->objective.link_ms,
+                "extra delay of every message between devices (ms), as rrfp train --link-ms");
   c->add_option("--policy", *policy, "the policy the plan is simulated under: rrfp-wait, rrfp or rrfp-fixed")
       ->capture_default_str();
-  c->add_option("--inflight-slack", o->inflight_slack, "extra in-flight microbatches, as the runtime's");
+  c->add_option("--inflight-slack", o->objective.inflight_slack, "extra in-flight microbatches, as the runtime's");
   c->add_option("--placements", *placements, "comma-separated: linear, interleaved:V, vshape (default: all three, V=2)");
   c->add_option("--schedules", *schedules,
                 "comma-separated subset of gpipe, 1f1b, zb-h1, zb-h2, interleaved-1f1b, zbv, greedy, greedy-wide");
+  c->add_option("--seeds", o->objective.seeds, "draws of the stages' measured spread the predicted step averages")
+      ->capture_default_str();
   c->add_option("--max-moves", o->max_moves, "block moves per placement and schedule")->capture_default_str();
   c->add_flag("--quiet", *quiet, "only the result");
   c->add_option("-o,--output", *out, "write the plan JSON here")->required();
@@ -59,9 +62,9 @@ void add_tune_command(CLI::App& app) {
     if (*memory_mb < 0 || *latency_ms < 0 || *bandwidth < 0)
       throw SpecError("--memory-mb, --latency-ms and --bandwidth-gbps must not be negative");
     o->memory_bytes = *memory_mb * 1048576;
-    o->latency_s = *latency_ms * 1e-3;
-    o->bandwidth_Bps = *bandwidth * 1e9 / 8;
-    o->mode = parse_mode(*policy);
+    o->objective.latency_s = *latency_ms * 1e-3;
+    o->objective.bandwidth_Bps = *bandwidth * 1e9 / 8;
+    o->objective.mode = parse_mode(*policy);
     o->placements = split_names(*placements);
     o->schedules = split_names(*schedules);
     if (!*quiet)

@@ -20,7 +20,8 @@ namespace {
 
 // The simulated step of a zoo hint on the even partition, under the tuner's objective.
 double even_step(const ModelProfile& p, const Hint& h, const TuneOptions& o) {
-  const StepEstimate e = simulate_partition(h, stage_costs(p, even_counts(p.model, p.blocks(), h.spec().stages)), o);
+  const StepEstimate e =
+      estimate_step(h, stage_costs(p, even_counts(p.model, p.blocks(), h.spec().stages)), o.objective);
   return e.complete ? e.step_s : std::numeric_limits<double>::infinity();
 }
 
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
       TuneOptions o;
       o.devices = D;
       o.microbatches = M;
-      o.mode = mode;
+      o.objective.mode = mode;
       const auto t0 = std::chrono::steady_clock::now();
       const Plan plan = tune(p, o);
       const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

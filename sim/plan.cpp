@@ -2,12 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <fstream>
 #include <algorithm>
 #include <limits>
 
 #include "hints/csv.hpp"
+#include "sim/json_file.hpp"
 
 namespace rrfp {
 
@@ -110,28 +109,9 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   return p;
 }
 
-Plan read_plan(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SpecError(fmt::format("cannot read plan '{}'", path));
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
-    throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
-  }
-  return parse_plan(j, path);
-}
+Plan read_plan(const std::string& path) { return parse_plan(read_json_file(path, "plan"), path); }
 
-void write_plan(const std::string& path, const Plan& p) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
-    out << plan_json(p).dump(2) << "\n";
-    if (!out.flush()) throw SpecError(fmt::format("cannot write '{}'", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw SpecError(fmt::format("cannot write '{}'", path));
-}
+void write_plan(const std::string& path, const Plan& p) { write_json_atomically(path, plan_json(p)); }
 
 Hint plan_hint(const Plan& p) {
   Hint h = import_csv(p.csv, p.source + ": hint_csv");

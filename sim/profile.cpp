@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 
 #include "graph/pipeline_spec.hpp"
+#include "sim/json_file.hpp"
 
 namespace rrfp {
 
@@ -77,17 +76,7 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
   return p;
 }
 
-ModelProfile read_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SpecError(fmt::format("cannot read profile '{}'", path));
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
-    throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
-  }
-  return parse_profile(j, path);
-}
+ModelProfile read_profile(const std::string& path) { return parse_profile(read_json_file(path, "profile"), path); }
 
 nlohmann::json profile_json(const ModelProfile& p) {
   nlohmann::json layers = nlohmann::json::array();
@@ -110,17 +99,7 @@ nlohmann::json profile_json(const ModelProfile& p) {
           {"message_bytes", p.message_bytes}};
 }
 
-void write_profile(const std::string& path, const ModelProfile& p) {
-  // Written whole, then renamed: a reader never sees half a profile.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
-    out << profile_json(p).dump(2) << "\n";
-    if (!out.flush()) throw SpecError(fmt::format("cannot write '{}'", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw SpecError(fmt::format("cannot write '{}'", path));
-}
+void write_profile(const std::string& path, const ModelProfile& p) { write_json_atomically(path, profile_json(p)); }
 
 std::vector<int> even_counts(const std::string& model, int blocks, int stages) {
   if (stages < 1) throw SpecError("need at least one stage");

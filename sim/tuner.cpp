@@ -77,22 +77,9 @@ bool better(const Trial& a, const Trial& b) {
   return a.step < b.step * (1 - 1e-6);
 }
 
-Objective objective_of(const TuneOptions& o) {
-  Objective ob;
-  ob.mode = o.mode;
-  ob.inflight_slack = o.inflight_slack;
-  ob.latency_s = o.latency_s;
-  ob.bandwidth_Bps = o.bandwidth_Bps;
-  ob.link_ms = o.link_ms;
-  ob.seeds = o.seeds;
-  return ob;
-}
-
 struct Search {
   const ModelProfile& prof;
   const TuneOptions& o;
-
-  Objective objective() const { return objective_of(o); }
 
   std::shared_ptr<const Hint> greedy(const Candidate& cand, const StageCosts& c) const {
     auto h = std::make_shared<Hint>();
@@ -113,7 +100,8 @@ struct Search {
       }
     }
     go.duration = [&g, &c](int id) { return c.cost[g.task(id).stage].of(g.task(id).kind) * 1e-3; };
-    go.link_s = o.latency_s + o.link_ms * 1e-3 + (o.bandwidth_Bps > 0 ? c.message_bytes / o.bandwidth_Bps : 0);
+    const Objective& ob = o.objective;
+    go.link_s = ob.latency_s + ob.link_ms * 1e-3 + (ob.bandwidth_Bps > 0 ? c.message_bytes / ob.bandwidth_Bps : 0);
     greedy_schedule(*h, go);
     return h;
   }
@@ -128,7 +116,7 @@ struct Search {
       t.why = e.what();
       return t;
     }
-    const StepEstimate e = estimate_step(*t.hint, c, objective());
+    const StepEstimate e = estimate_step(*t.hint, c, o.objective);
     if (!e.complete) {
       t.why = e.stuck;
       return t;
@@ -212,10 +200,6 @@ struct Search {
 
 }  // namespace
 
-StepEstimate simulate_partition(const Hint& h, const StageCosts& c, const TuneOptions& o) {
-  return estimate_step(h, c, objective_of(o));
-}
-
 std::vector<int> balanced_counts(const ModelProfile& p, int S) {
   const int L = p.blocks();
   if (S < 1 || S > L + 2 || (S > 2 && S - 2 > L))
@@ -252,7 +236,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
   if (o.devices < 1) throw SpecError("--devices must be at least 1");
   if (o.microbatches < 1) throw SpecError("--microbatches must be at least 1");
   if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");
-  if (o.seeds < 1) throw SpecError("--seeds must be at least 1");
+  if (o.objective.seeds < 1) throw SpecError("--seeds must be at least 1");
   std::vector<Layout> layouts;
   if (o.placements.empty()) {
     layouts.push_back(parse_layout("linear"));
@@ -264,7 +248,8 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
   nlohmann::json tried = nlohmann::json::array();
   Trial best;
   Candidate best_cand;
-  std::string smallest;  // why nothing fitted
+  std::string smallest;  // why nothing fitted: the plan that came closest
+  double smallest_bytes = kInf;
   for (const Layout& l : layouts) {
     const int S = o.devices * l.chunks;
     if (S > prof.blocks() + 2) {
@@ -302,8 +287,10 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
       search.say(fmt::format("{} {}: balanced partition {}: {:.3f} ms, {:.1f} MiB on the fullest device", l.name,
                              sched, fmt::join(start.counts, ","), start.step * 1e3, start.mem_max / 1048576));
       Trial end = search.improve(cand, std::move(start), tried);
-      if (!end.fits && end.complete)
+      if (!end.fits && end.complete && end.mem_max < smallest_bytes) {
+        smallest_bytes = end.mem_max;
         smallest = fmt::format("{} {} needs {:.1f} MiB", l.name, sched, end.mem_max / 1048576);
+      }
       if (!best.hint || better(end, best)) best = end, best_cand = cand;
     }
   }
@@ -324,17 +311,17 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
   const PipelineSpec& sp = best.hint->spec();
   for (int s = 0; s < sp.stages; ++s) p.stage_device.push_back(sp.placement[0][s]);
   p.schedule = best_cand.schedule;
-  p.policy = mode_policy_name(o.mode);
-  p.inflight_slack = o.inflight_slack;
+  p.policy = mode_policy_name(o.objective.mode);
+  p.inflight_slack = o.objective.inflight_slack;
   p.csv = export_csv(*best.hint);
   p.predicted_step_s = best.step;
   p.memory_limit_bytes = o.memory_bytes;
   p.memory_bytes = best.mem;
   p.costs = stage_costs(prof, best.counts);
-  p.latency_s = o.latency_s;
-  p.bandwidth_Bps = o.bandwidth_Bps;
-  p.link_ms = o.link_ms;
-  p.seeds = o.seeds;
+  p.latency_s = o.objective.latency_s;
+  p.bandwidth_Bps = o.objective.bandwidth_Bps;
+  p.link_ms = o.objective.link_ms;
+  p.seeds = o.objective.seeds;
   p.tried = tried;
   return p;
 }

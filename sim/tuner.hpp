@@ -25,26 +25,19 @@ struct TuneOptions {
   int devices = 2;
   int microbatches = 8;
   double memory_bytes = 0;      // per device; 0 = no limit
-  Mode mode = Mode::BoundedWait;
-  int inflight_slack = 0;
-  double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // 0 bandwidth: infinite
+  Objective objective;          // policy, slack, link, seeds of the stages' spread
   // Placements to search: "linear", "interleaved:V", "vshape"; empty = all
   // that the model's blocks allow (interleaved with 2 chunks).
   std::vector<std::string> placements;
   // Schedules to search; empty = every one that fits a placement.
   std::vector<std::string> schedules;
   int max_moves = 400;          // per (placement, schedule)
-  int seeds = 5;                // the objective: mean step over this many draws of the stages' spread
   std::function<void(const std::string&)> log;  // one line per step of the search
 };
 
 // Throws SpecError when no candidate fits the devices, the blocks or the
 // memory limit (the message names the smallest need found).
 Plan tune(const ModelProfile& profile, const TuneOptions& opt);
-
-// The simulated step of a hint on a partition's costs (what the tuner
-// minimises): estimate_step under these options' objective.
-StepEstimate simulate_partition(const Hint& h, const StageCosts& c, const TuneOptions& o);
 
 // Cost-balanced start: blocks per stage minimising the largest stage's
 // F + B + W (its first and last layers included), S stages.

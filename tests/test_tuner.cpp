@@ -103,8 +103,8 @@ TEST(Tuner, CutsAroundOneHeavyLayer) {
   Plan even = plan;
   even.counts = even_counts("gpt-tiny", 8, 4);
   even.costs = stage_costs(p, even.counts);
-  EXPECT_LT(plan.predicted_step_s, simulated_step(even, o.mode) * 0.95);
-  EXPECT_NEAR(simulated_step(plan, o.mode), plan.predicted_step_s, 1e-12);
+  EXPECT_LT(plan.predicted_step_s, simulated_step(even, o.objective.mode) * 0.95);
+  EXPECT_NEAR(simulated_step(plan, o.objective.mode), plan.predicted_step_s, 1e-12);
 }
 
 TEST(Tuner, NeverExceedsTheMemoryLimitAndRefusesAnImpossibleOne) {
@@ -165,7 +165,7 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   EXPECT_EQ(back.counts, plan.counts);
   EXPECT_EQ(back.stage_device, plan.stage_device);
   EXPECT_EQ(export_csv(plan_hint(back)), plan.csv);
-  EXPECT_NEAR(simulated_step(back, o.mode), plan.predicted_step_s, 1e-12);
+  EXPECT_NEAR(simulated_step(back, o.objective.mode), plan.predicted_step_s, 1e-12);
 
   nlohmann::json j = plan_json(plan);
   j["devices"] = 3;  // the hint has 2 rows
