@@ -62,22 +62,43 @@ TEST(CliTune, ProfileTuneSimulateAndTrainThePlan) {
   EXPECT_NE(other.out.find("was tuned for"), std::string::npos) << other.out;
 }
 
+namespace {
+
+// A profile with known costs: blocks 2 and 3 ten times blocks 0 and 1, no spread.
+std::string synthetic_profile() {
+  nlohmann::json layers = nlohmann::json::array();
+  for (double ms : {0.1, 1.0, 1.0, 10.0, 10.0, 0.5}) {
+    nlohmann::json pass = {{"mean_s", ms * 1e-3}, {"std_s", 0.0}};
+    layers.push_back({{"F", pass}, {"B", pass}, {"W", pass}, {"BW", pass}, {"activation_bytes", 1e5},
+                      {"weight_bytes", 1e4}});
+  }
+  const nlohmann::json j = {{"format", "rrfp-profile"}, {"model", "gpt-tiny"}, {"config", {{"layers", 4}}},
+                            {"micro_batch_size", 2}, {"layers", layers}, {"message_bytes", {1, 1, 1, 1, 1}}};
+  const std::string path = tmp("cli_synthetic_profile.json");
+  std::ofstream(path) << j.dump();
+  return path;
+}
+
+}  // namespace
+
 TEST(CliTune, ProfileDrivesSimAndBench) {
   // Without a plan: the even partition rrfp train would use.
-  auto s = run_cli("sim --profile " + profile() + " --hint 1f1b --stages 2 --microbatches 4 --json " +
+  const std::string prof = synthetic_profile();
+  auto s = run_cli("sim --profile " + prof + " --hint 1f1b --stages 2 --microbatches 4 --json " +
                    tmp("cli_prof_sim.json"));
   ASSERT_EQ(s.code, 0) << s.out;
-  auto u = run_cli("sim --profile " + profile() + " --partition 3,1 --hint 1f1b --stages 2 --microbatches 4 --json " +
+  auto u = run_cli("sim --profile " + prof + " --partition 3,1 --hint 1f1b --stages 2 --microbatches 4 --json " +
                    tmp("cli_prof_sim31.json"));
   ASSERT_EQ(u.code, 0) << u.out;
   nlohmann::json even, uneven;
   std::ifstream(tmp("cli_prof_sim.json")) >> even;
   std::ifstream(tmp("cli_prof_sim31.json")) >> uneven;
-  // Blocks 2 and 3 are the heavy ones: the even split puts both on stage 1.
-  EXPECT_LT(uneven["makespan_s"].get<double>(), even["makespan_s"].get<double>());
-  auto b = run_cli("bench --profile " + profile() + " --hint 1f1b --stages 2 --microbatches 4 --policy rrfp");
+  // Blocks 2 and 3 are the heavy ones: the even split puts both on stage 1
+  // (20.5 ms a pass there), the 3,1 cut one on each side (12.1 and 10.5).
+  EXPECT_GT(even["makespan_s"].get<double>() / uneven["makespan_s"].get<double>(), 1.3);
+  auto b = run_cli("bench --profile " + prof + " --hint 1f1b --stages 2 --microbatches 4 --policy rrfp");
   EXPECT_EQ(b.code, 0) << b.out;
-  auto bad = run_cli("sim --profile " + profile() + " --partition 3,2 --hint 1f1b --stages 2");
+  auto bad = run_cli("sim --profile " + prof + " --partition 3,2 --hint 1f1b --stages 2");
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("partition covers 5 blocks"), std::string::npos) << bad.out;
 }
