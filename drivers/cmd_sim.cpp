@@ -121,19 +121,6 @@ void run(const SimFlags& f) {
   }
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  if (out.empty()) throw SpecError("empty list");
-  return out;
-}
-
 void add_compare(CLI::App* sim) {
   auto* c = sim->add_subcommand("compare", "Rank hints by bubble formula, idealised table and simulation, side by side");
   auto f = std::make_shared<SimFlags>();

@@ -8,24 +8,10 @@
 #include <memory>
 
 #include "drivers/commands.hpp"
+#include "drivers/flags.hpp"
 #include "sim/tuner.hpp"
 
 namespace rrfp::cli {
-
-namespace {
-
-std::vector<std::string> split_names(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b < s.size()) {
-    size_t e = std::min(s.find(',', b), s.size());
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
-
-}  // namespace
 
 void add_tune_command(CLI::App& app) {
   auto o = std::make_shared<TuneOptions>();
@@ -65,8 +51,8 @@ void add_tune_command(CLI::App& app) {
     o->objective.latency_s = *latency_ms * 1e-3;
     o->objective.bandwidth_Bps = *bandwidth * 1e9 / 8;
     o->objective.mode = parse_mode(*policy);
-    o->placements = split_names(*placements);
-    o->schedules = split_names(*schedules);
+    if (!placements->empty()) o->placements = split_list(*placements);
+    if (!schedules->empty()) o->schedules = split_list(*schedules);
     if (!*quiet)
       o->log = [](const std::string& line) {
         fmt::print("{}\n", line);

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "codelets/cost_model.hpp"
 #include "hints/generators.hpp"
 #include "sim/profile.hpp"
+#include "train/config.hpp"
 
 namespace rrfp::cli {
 
@@ -90,7 +90,7 @@ struct ProfileFlags {
     if (partition.empty()) {
       counts = even_counts(p.model, p.blocks(), stages);
     } else {
-      for (const std::string& c : split_csv_list(partition)) counts.push_back(static_cast<int>(parse_count(c)));
+      counts = train::parse_int_list(partition, "--partition");  // stage_costs refuses bad counts
       if (static_cast<int>(counts.size()) != stages)
         throw SpecError(fmt::format("--partition has {} stages, the hint {}", counts.size(), stages));
     }
@@ -103,22 +103,20 @@ struct ProfileFlags {
     o.unit_ms = 1;
     validate(o);
   }
-  static std::vector<std::string> split_csv_list(const std::string& s) {
-    std::vector<std::string> out;
-    size_t b = 0;
-    while (b <= s.size()) {
-      size_t e = std::min(s.find(',', b), s.size());
-      out.push_back(s.substr(b, e - b));
-      b = e + 1;
-    }
-    return out;
-  }
-  static double parse_count(const std::string& c) {
-    const double v = parse_number(c, "--partition");
-    if (v < 0 || v != std::floor(v)) throw SpecError(fmt::format("--partition: '{}' is not a block count", c));
-    return v;
-  }
 };
+
+// "a,b,c" -> {"a", "b", "c"}, empty items dropped; SpecError for an empty list.
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    size_t e = std::min(s.find(',', b), s.size());
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  if (out.empty()) throw SpecError("empty list");
+  return out;
+}
 
 inline void add_profile_flags(CLI::App* app, ProfileFlags& f) {
   app->add_option("--profile", f.profile,

@@ -1,15 +1,13 @@
 #include "hints/gen_greedy.hpp"
 
+#include "hints/gen_util.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 
 namespace rrfp {
-
-namespace {
-int kind_class(Kind k) { return k == Kind::F ? 1 : k == Kind::W ? 2 : 0; }
-}  // namespace
 
 void greedy_schedule(Hint& hint, const GreedyOptions& opt) {
   const TaskGraph& g = *hint.graph;
@@ -20,7 +18,7 @@ void greedy_schedule(Hint& hint, const GreedyOptions& opt) {
     if (opt.cap[d] < 1) throw SpecError(fmt::format("greedy scheduler: device {} has in-flight cap {}", d, opt.cap[d]));
   constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<int> missing(n);
-  std::vector<double> arrive(n, 0), end(n, kInf);
+  std::vector<double> arrive(n, 0);  // when each task's last input is there
   std::vector<std::vector<int>> cand(D);  // per device: tasks whose preds are all placed
   for (int id = 0; id < n; ++id) {
     missing[id] = static_cast<int>(g.preds(id).size());
@@ -79,14 +77,14 @@ void greedy_schedule(Hint& hint, const GreedyOptions& opt) {
     std::fill(parked.begin(), parked.end(), 0);
     cand[d].erase(std::find(cand[d].begin(), cand[d].end(), best));
     const Task& bt = g.task(best);
-    end[best] = t + std::max(0.0, opt.duration(best));
-    free_at[d] = end[best];
+    const double end = t + std::max(0.0, opt.duration(best));
+    free_at[d] = end;
     hint.order[d].push_back(best);
     ++placed;
     if (bt.kind == Kind::F) ++inflight[d], ++here[d][bt.mb];
     if (is_backward(bt.kind)) --inflight[d], --here[d][bt.mb];
     for (int s : g.succs(best)) {
-      const double at = end[best] + (g.task(s).device != d ? opt.link_s : 0);
+      const double at = end + (g.task(s).device != d ? opt.link_s : 0);
       arrive[s] = std::max(arrive[s], at);
       if (--missing[s] == 0) cand[g.task(s).device].push_back(s);
     }

@@ -1,17 +1,13 @@
 #include "hints/list_sched.hpp"
 
+#include "hints/gen_util.hpp"
+
 #include <set>
 #include <utility>
 
 #include <fmt/format.h>
 
 namespace rrfp {
-
-namespace {
-// Kind classes in priority order: input backward (B or fused BW) unblocks
-// the upstream device, so it goes first; W has no successor, so it waits.
-int kind_class(Kind k) { return k == Kind::F ? 1 : k == Kind::W ? 2 : 0; }
-}  // namespace
 
 void list_schedule(Hint& hint, const ListSchedOptions& opt) {
   const TaskGraph& g = *hint.graph;

@@ -35,8 +35,7 @@
 #include "drivers/env_config.hpp"
 #include "runtime/session.hpp"
 #include "hints/generators.hpp"
-#include "sim/plan.hpp"
-#include "sim/profile.hpp"
+#include "sim/tuner.hpp"
 #include "train/trainer.hpp"
 
 using namespace rrfp;
@@ -256,14 +255,6 @@ int issue4_ratios(const Args& a) {
   return same ? 0 : 1;
 }
 
-// The simulator's step time for a hint on the even partition of a profile,
-// under the objective the plan was tuned with.
-double predicted_even(const ModelProfile& prof, const Plan& plan, const Hint& h) {
-  const StageCosts c = stage_costs(prof, even_counts(prof.model, prof.blocks(), h.spec().stages));
-  const StepEstimate e = estimate_step(h, c, plan_objective(plan));
-  return e.complete ? e.step_s : 0;
-}
-
 // --plan: the tuned plan and each zoo hint on the even partition, S=2, the
 // same model and microbatches; best zoo / plan step time, and the plan's
 // (and each hint's) predicted step against the measured one.
@@ -287,7 +278,8 @@ int plan_ratios(const Args& a) {
     const Hint hint = make_hint(h, hp);
     cfgs.push_back(config(h, base, plan.devices, h, "starpu", false));
     cfgs.back().opt.chunks = hp.chunks;
-    predicted.push_back(predicted_even(prof, plan, hint));
+    const StepEstimate e = estimate_even(prof, hint, plan_objective(plan));
+    predicted.push_back(e.complete ? e.step_s : 0);
   }
   run_rounds(cfgs, a);
   fmt::print("{} measured rounds of one step each (after {} warm-up): {} S={} M={} microbatches of {}, policy {}\n",

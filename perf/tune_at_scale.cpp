@@ -16,17 +16,6 @@
 
 using namespace rrfp;
 
-namespace {
-
-// The simulated step of a zoo hint on the even partition, under the tuner's objective.
-double even_step(const ModelProfile& p, const Hint& h, const TuneOptions& o) {
-  const StepEstimate e =
-      estimate_step(h, stage_costs(p, even_counts(p.model, p.blocks(), h.spec().stages)), o.objective);
-  return e.complete ? e.step_s : std::numeric_limits<double>::infinity();
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{"Tuned plan vs the best even-partition zoo hint, simulated at several device counts"};
   std::string profile, policy = "rrfp-wait";
@@ -61,8 +50,8 @@ int main(int argc, char** argv) {
         hp.microbatches = M;
         hp.chunks = std::string(name) == "interleaved-1f1b" ? 2 : 0;
         try {
-          const double s = even_step(p, make_hint(name, hp), o);
-          if (s < best_s) best_s = s, best = name;
+          const StepEstimate e = estimate_even(p, make_hint(name, hp), o.objective);
+          if (e.complete && e.step_s < best_s) best_s = e.step_s, best = name;
         } catch (const SpecError&) {
           // More model stages than blocks: this hint cannot run here.
         }

@@ -136,9 +136,9 @@ StageCosts stage_costs(const ModelProfile& p, const std::vector<int>& counts) {
   c.sigma.assign(S, 0);
   int layer = 0;
   for (int s = 0; s < S; ++s) {
-    const int first = layer;
     const int last = layer + counts[s] + (s == 0 ? 1 : 0) + (s + 1 == S ? 1 : 0);  // exclusive
-    for (int i = first; i < last; ++i) {
+    double var = 0;  // of the stage's F + B + W, its layers taken as independent
+    for (int i = layer; i < last; ++i) {
       const LayerProfile& l = p.layers[i];
       c.cost[s].f += l.f.mean_s * 1e3;
       c.cost[s].b += l.b.mean_s * 1e3;
@@ -146,10 +146,10 @@ StageCosts stage_costs(const ModelProfile& p, const std::vector<int>& counts) {
       c.cost[s].bw += l.bw.mean_s * 1e3;
       c.activation_bytes[s] += l.activation_bytes;
       c.weight_bytes[s] += l.weight_bytes;
-      c.sigma[s] += l.f.std_s * l.f.std_s + l.b.std_s * l.b.std_s + l.w.std_s * l.w.std_s;  // variance, for now
+      var += l.f.std_s * l.f.std_s + l.b.std_s * l.b.std_s + l.w.std_s * l.w.std_s;
     }
     const double mean = (c.cost[s].f + c.cost[s].b + c.cost[s].w) * 1e-3;
-    const double cv = mean > 0 ? std::sqrt(c.sigma[s]) / mean : 0;
+    const double cv = mean > 0 ? std::sqrt(var) / mean : 0;
     c.sigma[s] = std::sqrt(std::log1p(cv * cv));
     if (s + 1 < S) c.message_bytes = std::max(c.message_bytes, p.message_bytes[last - 1]);
     layer = last;

@@ -200,6 +200,10 @@ struct Search {
 
 }  // namespace
 
+StepEstimate estimate_even(const ModelProfile& p, const Hint& h, const Objective& o) {
+  return estimate_step(h, stage_costs(p, even_counts(p.model, p.blocks(), h.spec().stages)), o);
+}
+
 std::vector<int> balanced_counts(const ModelProfile& p, int S) {
   const int L = p.blocks();
   if (S < 1 || S > L + 2 || (S > 2 && S - 2 > L))

@@ -39,6 +39,10 @@ struct TuneOptions {
 // memory limit (the message names the smallest need found).
 Plan tune(const ModelProfile& profile, const TuneOptions& opt);
 
+// A hint on the even partition rrfp train uses without a plan (what the
+// tuned plan is compared with).
+StepEstimate estimate_even(const ModelProfile& p, const Hint& h, const Objective& o);
+
 // Cost-balanced start: blocks per stage minimising the largest stage's
 // F + B + W (its first and last layers included), S stages.
 std::vector<int> balanced_counts(const ModelProfile& p, int stages);
