@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
+#include "graph/pipeline_spec.hpp"
+
 namespace rrfp {
 
 const char* handle_kind_name(HandleKind k) {
@@ -100,23 +104,67 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
     }
   p.access.insert(p.access.end(), link_access.begin(), link_access.end());
   p.slot.insert(p.slot.end(), link_slot.begin(), link_slot.end());
+  if (o.epilogue_group > 0) {
+    if (!o.epilogues) throw SpecError("epilogue groups need epilogues");
+    if (T > 1) throw SpecError("grouped epilogues (asynchronous training) do not support tensor parallelism");
+    if (M % o.epilogue_group != 0)
+      throw SpecError(fmt::format("{} microbatches do not split into groups of {}", M, o.epilogue_group));
+    p.group = o.epilogue_group;
+  }
+  const int groups = p.group > 0 ? M / p.group : 1;
   if (o.epilogues)
-    for (int t = 0; t < T; ++t)
-      for (int s = 0; s < S; ++s) {
-        // It writes the accumulator of its own device and reads the others
-        // (replicated stages): a rank writes only data it owns.
-        const int home = spec.device_of(s, 0);
-        std::vector<AccessSpec> a;
-        for (const auto& [key, h] : acc)
-          if (std::get<0>(key) == t && std::get<1>(key) == s)
-            a.push_back({h, std::get<2>(key) == home ? Access::RW : Access::R});
-        if (!has_acc(t))  // a follower's: after the last pass of each microbatch (its stash's last writer)
-          for (int m = 0; m < M; ++m) a.push_back({stash[at(t, s, m)], Access::R});
-        p.access.push_back(std::move(a));
-        p.slot.push_back(home * T + t);
-        ++p.epilogues;
-      }
+    for (int k = 0; k < groups; ++k)
+      for (int t = 0; t < T; ++t)
+        for (int s = 0; s < S; ++s) {
+          // It writes the accumulator of its own device and reads the others
+          // (replicated stages): a rank writes only data it owns.
+          const int home = spec.device_of(s, 0);
+          std::vector<AccessSpec> a;
+          for (const auto& [key, h] : acc)
+            if (std::get<0>(key) == t && std::get<1>(key) == s)
+              a.push_back({h, std::get<2>(key) == home ? Access::RW : Access::R});
+          if (!has_acc(t))  // a follower's: after the last pass of each microbatch (its stash's last writer)
+            for (int m = 0; m < M; ++m) a.push_back({stash[at(t, s, m)], Access::R});
+          p.access.push_back(std::move(a));
+          p.slot.push_back(home * T + t);
+          ++p.epilogues;
+        }
+  if (p.group > 0) {
+    p.task_group.resize(n);
+    p.writer_epilogue.assign(n, -1);
+    for (int id = 0; id < n; ++id) {
+      const Task& k = g.task(id);
+      p.task_group[id] = k.mb / p.group;
+      if (k.kind == Kind::W || k.kind == Kind::BW) p.writer_epilogue[id] = p.task_group[id] * S + k.stage;
+    }
+  }
   return p;
+}
+
+std::vector<int> submission_nodes(const DataPlan& p, std::vector<int> order) {
+  std::vector<int> out;
+  out.reserve(p.nodes());
+  std::vector<int> left(p.epilogues, 0);  // grouped: accumulator writes before each epilogue
+  std::vector<unsigned char> done(p.epilogues, 0);
+  if (p.group > 0) {
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p.task_group[a] < p.task_group[b]; });
+    for (int id = 0; id < p.n; ++id)
+      if (p.writer_epilogue[id] >= 0) ++left[p.writer_epilogue[id]];
+  }
+  for (int id : order) {
+    for (int t = 0; t < p.tp; ++t) {
+      const int mt = t * p.n + id;
+      if (int l = p.link_in[mt]; l >= 0) out.push_back(p.link_node(l));
+      out.push_back(mt);
+    }
+    if (p.group > 0 && p.writer_epilogue[id] >= 0 && --left[p.writer_epilogue[id]] == 0) {
+      out.push_back(p.epilogue_node(p.writer_epilogue[id]));
+      done[p.writer_epilogue[id]] = 1;
+    }
+  }
+  for (int e = 0; e < p.epilogues; ++e)
+    if (!done[e]) out.push_back(p.epilogue_node(e));
+  return out;
 }
 
 std::vector<std::vector<int>> implied_dependencies(const DataPlan& p, const std::vector<int>& order) {
@@ -151,13 +199,7 @@ std::vector<std::vector<int>> implied_dependencies(const DataPlan& p, const std:
   auto submit = [&](int node) {
     for (const AccessSpec& a : p.access[node]) access(node, a);
   };
-  for (int id : order)
-    for (int t = 0; t < p.tp; ++t) {
-      const int mt = t * p.n + id;
-      if (int l = p.link_in[mt]; l >= 0) submit(p.link_node(l));
-      submit(mt);
-    }
-  for (int e = 0; e < p.epilogues; ++e) submit(p.epilogue_node(e));
+  for (int node : submission_nodes(p, order)) submit(node);
   for (auto& d : deps) {
     std::sort(d.begin(), d.end());
     d.erase(std::unique(d.begin(), d.end()), d.end());

@@ -65,15 +65,25 @@ struct DataPlanOptions {
   // but its epilogue, which reads every stash of its stage instead.
   bool commute = true;
   bool epilogues = false;  // one epilogue task per stage and member
+  // 0: each stage's epilogue runs after all of its microbatches. g > 0
+  // (asynchronous training, docs/async.md): one epilogue per stage and
+  // group of g consecutive microbatches, after the group's W/BW and before
+  // the next group's (the accumulator orders them). g must divide the
+  // microbatches; tensor parallelism is not supported then.
+  int epilogue_group = 0;
   std::size_t message_bytes = 64;
   // Delay of the k-th input edge of graph task `task` when it crosses devices; empty = none.
   std::function<double(int task, int k)> link_delay_s;
 };
 
 // The nodes of a run are its StarPU tasks: member tasks (member * n + id),
-// then link tasks, then epilogues (member * stages + stage).
+// then link tasks, then epilogues (group * tp * stages + member * stages + stage).
 struct DataPlan {
   int n = 0, tp = 1, stages = 0;
+  int group = 0;   // DataPlanOptions::epilogue_group
+  // Grouped epilogues: per graph task, its microbatch's group; per member
+  // task, the epilogue its accumulator write precedes (-1: none).
+  std::vector<int> task_group, writer_epilogue;
   std::vector<HandleSpec> handles;
   std::vector<LinkSpec> links;
   int epilogues = 0;
@@ -91,9 +101,15 @@ struct DataPlan {
 
 DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
 
+// The order the submitter hands the nodes to StarPU, from an order of graph
+// ids: every member of each id in turn, a task's link just before it; the
+// epilogues last, or (grouped) each right after the last accumulator write
+// of its group, the ids sorted by group first (stable: within a group the
+// given order stays, and every edge joins tasks of one microbatch).
+std::vector<int> submission_nodes(const DataPlan& plan, std::vector<int> order);
+
 // The dependencies StarPU's sequential consistency derives from the plan
-// when member tasks are submitted in `order` (graph ids, every member of
-// each in turn, a task's links just before it, epilogues last). Per node:
+// when graph tasks are submitted in `order` (as submission_nodes). Per
 // node (DataPlan's numbering), a sorted list.
 std::vector<std::vector<int>> implied_dependencies(const DataPlan& plan, const std::vector<int>& order);
 

@@ -58,6 +58,12 @@ struct ExecOptions {
   // optimizer step. A throw fails the run like a throwing body. With
   // T > 1: one per stage and member, called with member * stages + stage.
   std::function<void(int stage)> stage_epilogue;
+  // 0: one epilogue per stage, as above. g > 0 (asynchronous training,
+  // docs/async.md): one per stage and group of g consecutive microbatches,
+  // run once that group's W/BW tasks of the stage are done and before the
+  // next group's, ahead of the device's next pass under the rrfp policies;
+  // called with group * stages + stage. T = 1 only; g divides M.
+  int epilogue_group = 0;
   // Optional: run once on every worker when a StarPU session starts, before
   // any task (StarpuSession::init_workers_once); training sets up each
   // worker's LibTorch and BLAS threads there.

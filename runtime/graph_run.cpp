@@ -195,6 +195,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   po.tensor_parallel = T;
   po.commute = !strict;
   po.epilogues = run.epilogue != nullptr;
+  po.epilogue_group = opt.epilogue_group;
   po.message_bytes = opt.message_bytes;
   po.link_delay_s = opt.link_delay_s;
   sub->plan = plan_data(g, po);
@@ -205,7 +206,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   if (spec.arb) {  // the run's configuration, for the rrfp policies (sched/rrfp_sched.h)
     const std::vector<const starpu_codelet*> cls = pass_codelets();
     const rrfp_sched_config cfg{spec.arb, spec.worker_of_slot.data(), static_cast<int>(spec.worker_of_slot.size()),
-                                cls.data(), static_cast<int>(cls.size()), n, T};
+                                cls.data(), static_cast<int>(cls.size()), n, T, opt.epilogue_group, epilogue_codelet()};
     char err[256];
     if (rrfp_sched_attach(ctx, &cfg, err, sizeof err) != 0) throw SpecError(fmt::format("{}: {}", spec.choice->name, err));
   }
@@ -316,13 +317,18 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   if (sub->decisions) sub->decisions->post_receives();
   if (!L.distributed()) run.t0 = RunState::Clock::now();  // one process: times from submission; ranks share the clock's epoch
   out.t_submit = run.now();
-  for (int id : submit_order)
-    for (int m = 0; m < T; ++m) {
-      const int mt = m * n + id;
-      if (int l = plan.link_in[mt]; l >= 0) submit(plan.link_node(l), link_codelet(), &sub->link_args[l], 0, 0);
-      submit(mt, pass_codelet(g.task(id).kind), &sub->args[mt], -hint.rank[id], static_cast<unsigned>(hint.rank[id] + 1));
+  for (int node : submission_nodes(plan, std::move(submit_order))) {
+    if (node < tasks) {
+      const int id = node % n;
+      submit(node, pass_codelet(g.task(id).kind), &sub->args[node], -hint.rank[id], static_cast<unsigned>(hint.rank[id] + 1));
+    } else if (is_link(node)) {
+      submit(node, link_codelet(), &sub->link_args[node - tasks], 0, 0);
+    } else {
+      // Grouped (an asynchronous stage's update): the rrfp policies run it
+      // before its device's next pass (rrfp_sched_config::update_group).
+      submit(node, epilogue_codelet(), &sub->epi_args[node - tasks - links], 0, 0);
     }
-  for (int e = 0; e < epis; ++e) submit(plan.epilogue_node(e), epilogue_codelet(), &sub->epi_args[e], 0, 0);
+  }
   const int expected_msgs = expected_remote + (sub->decisions ? sub->decisions->expected() : 0);
   auto arrived = [&] { return run.arrived.load() + (sub->decisions ? sub->decisions->received() : 0); };
 

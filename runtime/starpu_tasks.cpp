@@ -41,6 +41,8 @@ std::string member_task_name(const std::string& label, int member, int tp) {
 }
 
 std::string epilogue_name(int index, int stages, int tp) {
+  if (index >= stages * tp)  // grouped (asynchronous training; tp == 1)
+    return fmt::format("update {} of stage {}", index / stages, index % stages);
   return tp > 1 ? fmt::format("epilogue of stage {} (TP member {})", index % stages, index / stages)
                 : fmt::format("epilogue of stage {}", index);
 }

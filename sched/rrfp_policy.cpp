@@ -37,6 +37,11 @@ struct State {
   std::vector<size_t> drain_pos;
   std::vector<std::deque<int>> follow;    // followers: graph ids the leader took, in order
   std::deque<starpu_task*> foreign;
+  // Asynchronous stage updates (rrfp_sched_config::update_group): W/BW
+  // finished per stage, and per slot the updates it owes before a pass.
+  int update_group = 0;
+  const starpu_codelet* update_codelet = nullptr;
+  std::vector<int> writes_done, due;
   // Read without the lock on the idle pop path, so they are atomics: an
   // idle worker must not touch the mutex unless something changed for it.
   std::atomic<int> slot_of_worker[STARPU_NMAXWORKERS];
@@ -83,6 +88,11 @@ void lock_relaxed(State& s) {
   starpu_worker_relax_off();
 }
 
+// An asynchronous stage's update (rrfp_sched_config::update_codelet).
+bool urgent(const State& s, const starpu_task* task) {
+  return s.update_group > 0 && task->cl == s.update_codelet;
+}
+
 int push_task(starpu_task* task) {
   State& s = *state_of(task->sched_ctx);
   lock_relaxed(s);
@@ -99,7 +109,11 @@ int push_task(starpu_task* task) {
     wake(w);
     return 0;
   }
-  s.foreign.push_back(task);
+  // Urgent ones (an asynchronous stage's update) go first.
+  if (urgent(s, task))
+    s.foreign.push_front(task);
+  else
+    s.foreign.push_back(task);
   s.foreign_n.fetch_add(1, std::memory_order_release);
   starpu_push_task_end(task);
   s.m.unlock();
@@ -157,7 +171,23 @@ starpu_task* pop_task(unsigned sched_ctx) {
   }
   lock_relaxed(s);
   starpu_task* out = nullptr;
-  if (mine && s.arb) {
+  // An urgent foreign task (at the front) before the device's next pass:
+  // the update of an asynchronous stage runs as soon as its group is done.
+  for (auto it = s.foreign.begin(); it != s.foreign.end() && urgent(s, *it); ++it)
+    if (starpu_worker_can_execute_task(static_cast<unsigned>(w), *it, 0)) {
+      out = *it;
+      s.foreign.erase(it);
+      s.foreign_n.fetch_sub(1, std::memory_order_relaxed);
+      if (slot >= 0 && s.update_group > 0 && s.due[slot] > 0) --s.due[slot];
+      break;
+    }
+  // Its group is done but the update is not pushed yet: no pass before it
+  // (StarPU may push it after this worker asks again).
+  if (!out && slot >= 0 && s.update_group > 0 && !s.drain && s.due[slot] > 0) {
+    s.m.unlock();
+    return nullptr;
+  }
+  if (!out && mine && s.arb) {
     int mt = choose(s, slot);
     if (mt >= 0) {
       s.taken[mt] = 1;
@@ -187,6 +217,11 @@ void post_exec_hook(starpu_task* task, unsigned sched_ctx) {
   if (!a || a->member != 0) return;  // the arbiter tracks the leader's tasks
   if (!s.drain) s.arb->on_finish(a->id, now_s());
   s.events.fetch_add(1, std::memory_order_relaxed);
+  if (s.update_group > 0) {
+    const Task& t = s.arb->hint().graph->task(a->id);
+    if ((t.kind == Kind::W || t.kind == Kind::BW) && ++s.writes_done[t.stage] % s.update_group == 0)
+      ++s.due[t.device * s.tp];
+  }
   // A finished backward frees in-flight room for a forward of this device.
   s.maybe[s.arb->hint().graph->task(a->id).device * s.tp].store(1, std::memory_order_release);
 }
@@ -283,6 +318,10 @@ extern "C" int rrfp_sched_attach(unsigned sched_ctx, const rrfp_sched_config* cf
   s.pending.assign(slots, {});
   s.drain_pos.assign(slots, 0);
   s.follow.assign(slots, {});
+  s.update_group = cfg->update_codelet ? cfg->update_group : 0;
+  s.update_codelet = cfg->update_codelet;
+  s.writes_done.assign(arb->hint().spec().stages, 0);
+  s.due.assign(slots, 0);
   for (auto& d : s.slot_of_worker) d.store(-1);
   for (int i = 0; i < slots; ++i) {
     const int w = s.worker_of_slot[i];

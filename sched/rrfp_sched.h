@@ -45,6 +45,11 @@ struct rrfp_sched_config {
   int ncodelets;
   int tasks; /* graph tasks (member tasks: tasks * tp) */
   int tp;    /* tensor-parallel members per device; a follower runs its leader's decisions in order */
+  /* > 0: asynchronous training's per-stage updates (ExecOptions::epilogue_group,
+     docs/async.md): after every update_group W/BW of a stage its device runs
+     the update (a task of update_codelet) before its next pass. */
+  int update_group;
+  const struct starpu_codelet *update_codelet;
 };
 
 /* 0, or -1 with the reason in `err` (the context's policy is not rrfp or
