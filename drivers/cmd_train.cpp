@@ -2,6 +2,7 @@
 // StarPU task; the policy comes from STARPU_SCHED as in `rrfp bench`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "drivers/commands.hpp"
@@ -72,11 +73,21 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   auto* inflight = c->add_option("--inflight-slack", o->inflight_slack,
                                  "rrfp policies: raise each device's in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
+  c->add_option("--async", o->async_mode,
+                "train without a flush: paci (1F1B, each stage updates after every --accumulate backwards; "
+                "docs/async.md)");
+  auto* accumulate = c->add_option("--accumulate", o->microbatches,
+                                   "--async paci: microbatches per update (one step); sets --microbatches");
+  c->add_option("--window", o->async_window, "--async: steps per graph; it drains only at a window's end")
+      ->capture_default_str();
   c->add_option("--link-ms", o->link_ms, "emulated delay of every message between devices (ms; reorders arrivals)")
       ->capture_default_str();
   c->add_option("--link-jitter", o->link_jitter, "relative jitter of --link-ms, in [0,1)")->capture_default_str();
-  c->callback([o, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, c] {
+  c->callback([o, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, accumulate, c] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
+    if (accumulate->count() > 0 && o->async_mode.empty()) throw SpecError("--accumulate needs --async");
+    if (accumulate->count() > 0 && microbatches->count() > 0)
+      throw SpecError("--accumulate sets the microbatches per step: drop --microbatches");
     if (!widths->empty()) o->gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
     if (!partition->empty()) o->partition = train::parse_int_list(*partition, "--partition");
     if (!o->plan_path.empty())
@@ -105,8 +116,11 @@ void add_train_command(CLI::App& app) {
     }
     auto res = train::train(*o, [&](const train::StepRecord& r) {
       if (*quiet) return;
-      fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB\n", r.step, r.loss,
-                 r.tokens_per_s, r.bubble_ratio, r.peak_activation_bytes / 1048576.0);
+      std::string drift;
+      if (!r.drift_max.empty())
+        drift = fmt::format("  drift {}", *std::max_element(r.drift_max.begin(), r.drift_max.end()));
+      fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB{}\n", r.step, r.loss,
+                 r.tokens_per_s, r.bubble_ratio, r.peak_activation_bytes / 1048576.0, drift);
       std::fflush(stdout);
     });
     if (!*quiet && !res.steps.empty())

@@ -58,6 +58,7 @@ void Pipeline::begin_step(std::vector<Microbatch> mbs) {
   losses_.assign(M_, 0.0f);
   if (acc_.size() != static_cast<size_t>(stages())) acc_.assign(stages(), {});
   acc_count_.assign(stages(), 0);
+  acc_base_.assign(stages(), 0);
   if (det_) early_.assign(static_cast<size_t>(stages()) * M_, {});
   for (int s = 0; s < stages(); ++s) peak_[s].store(0);
   for (int d = 0; d < devices_; ++d) device_peak_[d].store(0);
@@ -128,7 +129,7 @@ void Pipeline::forward(int s, int m, const void* in, void* out) {
       torch::Tensor l = Model::loss(y, mbs_[m].targets);
       losses_[m] = l.item<float>();
       // The iteration's loss is the mean over microbatches.
-      y = l / static_cast<double>(M_);
+      y = l / static_cast<double>(group_ > 0 ? group_ : M_);
     }
     sl.output = y;
     if (out && !stages_[s].last()) write_message(out, y, "the output", s, m);
@@ -305,22 +306,43 @@ void Pipeline::add_to_sum(int s, std::vector<torch::Tensor>& grads) {
 void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
   std::lock_guard<std::mutex> g(acc_mu_[s]);
   if (!det_) return add_to_sum(s, grads);
+  // Microbatch order within the stage's current group (all M without groups).
+  const int group = group_ > 0 ? group_ : M_;
   auto early = [&](int mb) -> std::vector<torch::Tensor>& { return early_[static_cast<size_t>(s) * M_ + mb]; };
-  if (m != acc_count_[s]) {  // ahead of its turn: wait for the microbatches before it
+  if (m != acc_base_[s] + acc_count_[s]) {  // ahead of its turn: wait for the microbatches before it
     early(m) = std::move(grads);
     return;
   }
   add_to_sum(s, grads);
-  while (acc_count_[s] < M_ && !early(acc_count_[s]).empty()) {
-    auto next = std::exchange(early(acc_count_[s]), {});
+  while (acc_count_[s] < group && !early(acc_base_[s] + acc_count_[s]).empty()) {
+    auto next = std::exchange(early(acc_base_[s] + acc_count_[s]), {});
     add_to_sum(s, next);
   }
 }
 
 std::vector<torch::Tensor> Pipeline::stage_grads(int s) const {
-  if (det_ && acc_count_[s] != M_)
-    throw std::logic_error(fmt::format("stage {} microbatch {} has no gradient", s, acc_count_[s]));
+  const int group = group_ > 0 ? group_ : M_;
+  if (det_ && acc_count_[s] != group)
+    throw std::logic_error(fmt::format("stage {} microbatch {} has no gradient", s, acc_base_[s] + acc_count_[s]));
   return acc_count_[s] > 0 ? acc_[s] : std::vector<torch::Tensor>{};
+}
+
+void Pipeline::set_update_group(int g) {
+  if (g < 1 || M_ % g != 0)
+    throw std::invalid_argument(fmt::format("set_update_group: {} microbatches do not split into groups of {}", M_, g));
+  group_ = g;
+}
+
+void Pipeline::next_group(int s) {
+  std::lock_guard<std::mutex> g(acc_mu_[s]);
+  acc_count_[s] = 0;  // the next group's first gradient overwrites the sums
+  acc_base_[s] += group_;
+}
+
+double Pipeline::group_loss(int k) const {
+  double sum = 0;
+  for (int m = k * group_; m < (k + 1) * group_; ++m) sum += losses_[m];
+  return sum / group_;
 }
 
 double Pipeline::loss() const {

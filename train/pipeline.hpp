@@ -72,6 +72,13 @@ class Pipeline {
   // After every task of the iteration ran: the stage's parameter gradients
   // (mean over microbatches), in the order of stage(s).params().
   std::vector<torch::Tensor> stage_grads(int s) const;
+  // Asynchronous training (docs/async.md): the microbatches form groups of
+  // g (one optimizer update each); the last stage scales the loss by 1/g,
+  // stage_grads(s) is the mean over the stage's current group, and
+  // next_group(s) starts its next one (after the update read the sums).
+  void set_update_group(int g);
+  void next_group(int s);
+  double group_loss(int k) const;  // mean over group k's microbatches
   // Mean of the microbatch losses, summed in microbatch order.
   double loss() const;
   std::vector<float> microbatch_losses() const { return losses_; }
@@ -127,7 +134,9 @@ class Pipeline {
   // One running sum per stage. The buffers outlive the step, so a step
   // neither frees nor allocates them (docs/training.md, "Gradient buffers").
   std::vector<std::vector<torch::Tensor>> acc_;
-  std::vector<int> acc_count_;  // per stage: microbatches added this step
+  std::vector<int> acc_count_;  // per stage: microbatches added this step (or group)
+  std::vector<int> acc_base_;   // per stage: first microbatch of its current group
+  int group_ = 0;               // set_update_group; 0 = one group of M
   // Deterministic mode: gradients that arrived ahead of their turn, per
   // (stage, microbatch); empty when W runs in microbatch order.
   std::vector<std::vector<torch::Tensor>> early_;

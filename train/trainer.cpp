@@ -14,6 +14,7 @@
 #include "plot/timeline.hpp"
 #include "runtime/executor.hpp"
 #include "train/adamw.hpp"
+#include "train/async_window.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data.hpp"
 #include "train/mm_model.hpp"
@@ -74,13 +75,18 @@ struct Trainer::Impl {
   Clock::time_point t_run;
   double tokens = 0;                     // per step
   std::vector<std::int64_t> msg_shape;   // every activation / gradient message
+  std::unique_ptr<AsyncWindows> async;   // --async: windows of steps, one graph each
+  std::vector<StepRecord> async_done;    // --async: records of the window trained, not yet returned
 
   static int micro_batch(const TrainOptions& o) {
     check_options(o);
     return o.batch_size > 0 ? o.batch_size / o.microbatches : o.micro_batch_size;
   }
   using Resolved = ResolvedRun;
-  static Resolved resolve(TrainOptions o) { return resolve_run(std::move(o)); }
+  static Resolved resolve(TrainOptions o) {
+    check_async_options(o);  // first: --accumulate 0 is named as such
+    return resolve_run(std::move(o));
+  }
 
   explicit Impl(const TrainOptions& opt) : Impl(resolve(opt)) {}
   explicit Impl(Resolved r)
@@ -148,6 +154,10 @@ struct Trainer::Impl {
     }
     res.model_stages = P;
     ident = identity(o, P, b);
+    if (!o.async_mode.empty()) {
+      async = std::make_unique<AsyncWindows>(o, model(), P, msg_shape);
+      ident["async"] = o.async_mode;  // a synchronous checkpoint's identity stays as it was
+    }
     if (o.resume) resume();
     next = res.first_step;
     if (o.executor == "replay") order = replay_order(hint, &predicted_bubble);
@@ -379,7 +389,40 @@ struct Trainer::Impl {
     return stepped;
   }
 
+  // --async: the steps up to the window's end (--window steps at most,
+  // and never past a checkpoint) as one graph; their records are returned
+  // one at a time.
+  StepRecord async_step() {
+    if (async_done.empty()) {
+      int K = std::min(o.async_window, o.steps - next + 1);
+      if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0)
+        K = std::min(K, o.checkpoint_every - (next - 1) % o.checkpoint_every);
+      std::vector<std::vector<Microbatch>> batches;
+      std::vector<double> toks;
+      for (int k = 0; k < K; ++k) {
+        batches.push_back(next_batch());
+        toks.push_back(tokens);
+      }
+      ExecOptions eo = exec_options(next);
+      eo.task_hook = nullptr;  // the window's graph has its own task ids
+      auto recs = async->run(next, std::move(batches), toks, eo,
+                             [this](int s, int step, const std::vector<torch::Tensor>& gr) { optimizer_step(0, s, step, gr); });
+      res.policy = async->policy();
+      async_done.assign(std::make_move_iterator(recs.rbegin()), std::make_move_iterator(recs.rend()));
+    }
+    StepRecord rec = std::move(async_done.back());
+    async_done.pop_back();
+    for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
+    res.steps.push_back(rec);
+    ++next;
+    if (!o.checkpoint_dir.empty() &&
+        ((o.checkpoint_every > 0 && rec.step % o.checkpoint_every == 0) || rec.step == o.steps))
+      save(rec.step);
+    return rec;
+  }
+
   StepRecord step() {
+    if (async) return async_step();
     const int step = next;
     auto mbs = next_batch();
     StepRecord rec;

@@ -54,6 +54,10 @@ struct TrainOptions {
   int devices_per_rank = 1;
   int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
   double mpi_timeout_s = 0;  // under mpirun: seconds without progress on a rank; 0 = the executor's default
+  // "" = synchronous (a flush every step); "paci": no flush, per-stage
+  // updates after every `microbatches` backwards (docs/async.md).
+  std::string async_mode;
+  int async_window = 8;      // --async: steps per graph (it drains only at a window's end)
   int inflight_slack = 0;    // rrfp policies: raise each device's in-flight cap by this (drivers: RRFP_INFLIGHT_SLACK)
   // Emulated link: every message between devices is held this long after
   // it arrived, uniform in link_ms * (1 +- link_jitter), drawn per step and
@@ -85,6 +89,11 @@ struct StepRecord {
   // optimizer step (an epilogue task), or -1 where the main thread ran it
   // (replay and plain executors) or another rank did.
   std::vector<int> optimizer_device;
+  // --async, per model stage: the most and the mean of the updates a
+  // microbatch's backward saw that its forward had not, over this step's
+  // microbatches, and the method's bound (docs/async.md). Empty when synchronous.
+  std::vector<int> drift_max, drift_bound;
+  std::vector<double> drift_mean;
 };
 
 struct TrainResult {

@@ -108,7 +108,7 @@ void check_identity(const nlohmann::json& want, const nlohmann::json& meta, cons
 
 void write_train_json(const std::string& path, const TrainOptions& o, const TrainResult& res, int b) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const auto& r : res.steps)
+  for (const auto& r : res.steps) {
     steps.push_back({{"step", r.step},
                      {"loss", r.loss},  // a float widened exactly: round-trips
                      {"tokens_per_s", r.tokens_per_s},
@@ -118,6 +118,12 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                      {"peak_activation_bytes", r.peak_activation_bytes},
                      {"peak_activation_bytes_per_stage", r.peak_activation_per_stage},
                      {"peak_activation_bytes_per_device", r.peak_activation_per_device}});
+    if (!r.drift_max.empty()) {
+      steps.back()["version_drift_max"] = r.drift_max;
+      steps.back()["version_drift_mean"] = r.drift_mean;
+      steps.back()["version_drift_bound"] = r.drift_bound;
+    }
+  }
   nlohmann::json j = {{"model", o.model},
                       {"policy", res.policy},
                       {"executor", o.executor},
@@ -130,6 +136,8 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                       {"tensor_parallel", o.tensor_parallel},
                       {"grad_buffer_bytes", res.grad_buffer_bytes},
                       {"steps", steps}};
+  if (!o.async_mode.empty())
+    j["async"] = {{"method", o.async_mode}, {"accumulate", o.microbatches}, {"window_steps", o.async_window}};
   std::ofstream out(path);
   if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
   out << j.dump(2) << "\n";

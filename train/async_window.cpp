@@ -1,0 +1,126 @@
+#include "train/async_window.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "hints/generators.hpp"
+#include "train/trainer_io.hpp"
+
+namespace rrfp::train {
+
+int paci_drift_bound(int stages, int stage, int accumulate, int slack) {
+  const int others = std::max(0, stages - stage - 1 + slack);
+  return (others + accumulate - 1) / accumulate;
+}
+
+void check_async_options(const TrainOptions& o) {
+  if (o.async_mode.empty()) return;
+  if (o.async_mode == "amdp")
+    throw SpecError("--async amdp is not implemented yet (docs/async.md); --async paci is");
+  if (o.async_mode != "paci") throw SpecError(fmt::format("unknown --async '{}' (known: paci)", o.async_mode));
+  if (o.microbatches < 1)
+    throw SpecError(fmt::format("--accumulate must be at least 1 microbatch per update, got {}", o.microbatches));
+  if (o.hint != "1f1b" || o.hint_object || !o.plan_path.empty())
+    throw SpecError(fmt::format("--async paci runs 1F1B without a flush; it does not accept the hint '{}'",
+                                o.plan_path.empty() ? o.hint : "of --plan"));
+  if (o.split == 1) throw SpecError("--async paci runs 1F1B's fused backward (--split 0), as the paper does");
+  if (o.chunks > 1) throw SpecError("--async paci places one model stage per device (no --chunks)");
+  if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
+  if (o.multi_rank) throw SpecError("--async under mpirun is not supported yet (docs/async.md)");
+  if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
+  if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
+}
+
+AsyncWindows::AsyncWindows(const TrainOptions& o, const Model& model, int stages, std::vector<std::int64_t> msg_shape)
+    : o_(o), model_(model), P_(stages), M_(o.microbatches), msg_shape_(std::move(msg_shape)) {}
+
+AsyncWindows::Shape& AsyncWindows::shape(int K) {
+  auto it = shapes_.find(K);
+  if (it != shapes_.end()) return it->second;
+  Shape sh{make_hint("1f1b", {P_, K * M_, 0, 0, 0}), nullptr};
+  sh.pipe = std::make_unique<Pipeline>(model_, P_, K * M_, o_.deterministic, o_.partition);
+  sh.pipe->set_message_shape(msg_shape_);
+  sh.pipe->set_update_group(M_);
+  sh.pipe->set_stage_devices(sh.hint.spec().placement[0]);
+  return shapes_.emplace(K, std::move(sh)).first->second;
+}
+
+std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vector<Microbatch>> batches,
+                                          const std::vector<double>& tokens, ExecOptions eo, const Update& update) {
+  using Clock = std::chrono::steady_clock;
+  const int K = static_cast<int>(batches.size()), MW = K * M_;
+  Shape& sh = shape(K);
+  const TaskGraph& g = *sh.hint.graph;
+  Pipeline& pipe = *sh.pipe;
+  std::vector<Microbatch> mbs;
+  for (auto& b : batches)
+    for (auto& m : b) mbs.push_back(std::move(m));
+  pipe.begin_step(std::move(mbs));
+
+  // Stage s's update count; read and bumped only on the stage's worker.
+  std::vector<std::atomic<int>> version(P_);
+  for (auto& v : version) v.store(0);
+  std::vector<int> seen_f(static_cast<size_t>(P_) * MW, 0), seen_b(seen_f.size(), 0);
+  std::vector<double> t_s(g.size(), 0);
+  eo.epilogue_group = M_;
+  eo.stage_epilogue = [&](int e) {  // group * P + stage
+    const int k = e / P_, s = e % P_;
+    one_intra_op_thread();
+    update(s, first_step + k, pipe.stage_grads(s));
+    pipe.next_group(s);
+    version[s].fetch_add(1);
+  };
+  eo.link_delay_s = link_delays(o_, first_step);
+  auto body = [&](int call, const TaskIo& io) {
+    const Task& t = g.task(call);
+    const size_t at = static_cast<size_t>(t.stage) * MW + t.mb;
+    (t.kind == Kind::F ? seen_f : seen_b)[at] = version[t.stage].load();
+    const auto t0 = Clock::now();
+    pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
+    t_s[call] = std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  prepare_session(sh.hint, eo);
+  const auto t0 = Clock::now();
+  const ExecResult r = execute(sh.hint, body, eo);
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  policy_ = r.policy;
+
+  double busy = 0;
+  for (double x : r.busy_s) busy += x;
+  std::vector<StepRecord> out;
+  for (int k = 0; k < K; ++k) {
+    StepRecord rec;
+    rec.step = first_step + k;
+    rec.loss = static_cast<float>(pipe.group_loss(k));
+    rec.step_s = wall / K;  // one graph: the window's time, shared evenly
+    rec.tokens_per_s = rec.step_s > 0 ? tokens[k] / rec.step_s : 0;
+    rec.busy_s = busy / K;
+    rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
+    rec.peak_activation_per_stage = pipe.peak_activation_bytes();
+    rec.peak_activation_per_device = pipe.peak_activation_per_device();
+    rec.optimizer_device.assign(P_, -1);
+    for (int s = 0; s < P_; ++s) {
+      int mx = 0;
+      double sum = 0;
+      for (int m = k * M_; m < (k + 1) * M_; ++m) {
+        const size_t at = static_cast<size_t>(s) * MW + m;
+        const int d = seen_b[at] - seen_f[at];
+        mx = std::max(mx, d);
+        sum += d;
+      }
+      rec.drift_max.push_back(mx);
+      rec.drift_mean.push_back(sum / M_);
+      rec.drift_bound.push_back(paci_drift_bound(P_, s, M_, o_.inflight_slack));
+      const int e = k * P_ + s;
+      for (int d = 0; d < r.devices && e < static_cast<int>(r.epilogue_worker.size()); ++d)
+        if (r.epilogue_worker[e] >= 0 && r.epilogue_worker[e] == r.device_worker[d]) rec.optimizer_device[s] = d;
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+}  // namespace rrfp::train

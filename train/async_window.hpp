@@ -1,0 +1,61 @@
+// Asynchronous training without a flush (docs/async.md): PACI. K steps of
+// M microbatches run as one graph of K*M microbatches under the 1F1B hint,
+// with each stage's optimizer update a grouped epilogue after every M of
+// its backwards (ExecOptions::epilogue_group): no drain between steps, only
+// at the window's end. Every forward and backward records its stage's
+// update count when it starts, so the drift each microbatch crossed is
+// measured, not assumed.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hints/hint.hpp"
+#include "runtime/executor.hpp"
+#include "train/model.hpp"
+#include "train/pipeline.hpp"
+#include "train/trainer.hpp"
+
+namespace rrfp::train {
+
+// PACI's promise for stage s of P with in-flight cap P - s + slack and
+// accumulation a: ceil((P - s - 1 + slack) / a) updates between a
+// microbatch's forward and its backward.
+int paci_drift_bound(int stages, int stage, int accumulate, int slack);
+
+// Throws SpecError when the options cannot run asynchronously.
+void check_async_options(const TrainOptions& o);
+
+class AsyncWindows {
+ public:
+  // `update(stage, step, grads)`: the stage's optimizer step for `step`.
+  using Update = std::function<void(int stage, int step, const std::vector<torch::Tensor>& grads)>;
+  AsyncWindows(const TrainOptions& o, const Model& model, int stages, std::vector<std::int64_t> msg_shape);
+
+  // Trains steps first_step .. first_step + K - 1, K = batches.size(), as
+  // one graph; `tokens[k]` is step k's token count. `base`: the run's
+  // execution options (policy, slack, worker set-up, hooks). One record per step.
+  std::vector<StepRecord> run(int first_step, std::vector<std::vector<Microbatch>> batches,
+                              const std::vector<double>& tokens, ExecOptions base, const Update& update);
+  const std::string& policy() const { return policy_; }  // as the executor reported it
+
+ private:
+  struct Shape {
+    Hint hint;
+    std::unique_ptr<Pipeline> pipe;
+  };
+  Shape& shape(int K);
+  const TrainOptions& o_;
+  const Model& model_;
+  const int P_, M_;
+  std::vector<std::int64_t> msg_shape_;
+  std::map<int, Shape> shapes_;  // per window length
+  std::string policy_;
+};
+
+}  // namespace rrfp::train
