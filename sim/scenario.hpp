@@ -17,6 +17,12 @@ struct Scenario {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
   double wait_ratio = kDefaultWaitRatio;  // Mode::BoundedWait
+  // Each stage's optimizer update, update_s long, after every update_group
+  // of its backwards (0: none). The rrfp policies run a due update before the
+  // device's next pass (docs/async.md), so it lengthens that backward (the W
+  // when split, else the BW) of microbatch k * update_group - 1.
+  int update_group = 0;
+  double update_s = 0;
 };
 
 struct ScenarioResult {
