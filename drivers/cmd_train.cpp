@@ -80,6 +80,13 @@ void add_train_command(CLI::App& app) {
                                    "--async paci: microbatches per update (one step); sets --microbatches");
   c->add_option("--window", o->async_window, "--async: steps per graph; it drains only at a window's end")
       ->capture_default_str();
+  c->add_option("--eval-every", o->eval_every,
+                "validation loss every K steps on held-out data (gpt-tiny: the corpus's last tenth, left out of "
+                "training)");
+  c->add_option("--eval-microbatches", o->eval_microbatches, "held-out microbatches per evaluation")
+      ->capture_default_str();
+  c->add_option("--target-loss", o->target_loss,
+                "stop once the validation loss reaches X; reports the training time and tokens it took");
   c->add_option("--link-ms", o->link_ms, "emulated delay of every message between devices (ms; reorders arrivals)")
       ->capture_default_str();
   c->add_option("--link-jitter", o->link_jitter, "relative jitter of --link-ms, in [0,1)")->capture_default_str();
@@ -119,6 +126,7 @@ void add_train_command(CLI::App& app) {
       std::string drift;
       if (!r.drift_max.empty())
         drift = fmt::format("  drift {}", *std::max_element(r.drift_max.begin(), r.drift_max.end()));
+      if (r.val_loss >= 0) drift += fmt::format("  val {:.4f}", r.val_loss);
       fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB{}\n", r.step, r.loss,
                  r.tokens_per_s, r.bubble_ratio, r.peak_activation_bytes / 1048576.0, drift);
       std::fflush(stdout);
@@ -126,6 +134,13 @@ void add_train_command(CLI::App& app) {
     if (!*quiet && !res.steps.empty())
       fmt::print("done: {} steps, policy {}, final loss {:.4f}\n", res.steps.size(), res.policy,
                  res.steps.back().loss);
+    if (!*quiet && o->target_loss > 0) {
+      if (res.target.reached)
+        fmt::print("target: validation loss {:.4f} reached at step {} after {:.2f} s and {:.0f} tokens of training\n",
+                   o->target_loss, res.target.step, res.target.seconds, res.target.tokens);
+      else
+        fmt::print("target: validation loss {:.4f} not reached in {} steps\n", o->target_loss, res.steps.size());
+    }
   });
 }
 

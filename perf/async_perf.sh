@@ -1,34 +1,35 @@
 #!/bin/bash
 # Issue 14's measurement (perf/RESULTS.md): time and tokens to a target
-# training loss for synchronous 1F1B, synchronous ZB-H1 and PACI (--async
+# validation loss for synchronous 1F1B, synchronous ZB-H1 and PACI (--async
 # paci), each under rrfp-fixed and rrfp-wait (the rrfp default), on gpt-tiny,
 # 2 stages on the 2 cores, M = 4 microbatches a step. The runs are
 # interleaved: each round trains every configuration once, in a rotated
-# order. Reported per configuration (medians over rounds): tokens/s, the
-# training seconds and tokens at which the 5-step moving mean of the
-# training loss first reached the target, and the final loss.
-# (No held-out validation loss yet: docs/async.md.)
-# Usage: perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr]
+# order. Every run evaluates held-out data every EVAL steps (--eval-every;
+# PACI's windows end there, --window EVAL). Reported per configuration
+# (medians over rounds): tokens/s, the training seconds and tokens at which
+# the validation loss first reached the target, and the final validation loss.
+# Usage: perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-3}
 STEPS=${3:-120}
 TARGET=${4:-2.4}
 LR=${5:-1e-3}
+EVAL=${6:-5}
 R=$BUILD/rrfp
 [ -x "$R" ] || { echo "error: $R not found (cmake --build $BUILD)" >&2; exit 2; }
 export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
-echo "gpt-tiny, --stages 2, M = 4, --steps $STEPS, --lr $LR, target: 5-step mean training loss <= $TARGET, $ROUNDS rounds"
+echo "gpt-tiny, --stages 2, M = 4, --steps $STEPS, --lr $LR, --eval-every $EVAL, target: validation loss <= $TARGET, $ROUNDS rounds"
 CONFIGS=(
   "1f1b:rrfp-fixed:--hint 1f1b --fused --microbatches 4"
   "1f1b:rrfp-wait:--hint 1f1b --fused --microbatches 4"
   "zb-h1:rrfp-fixed:--hint zb-h1 --microbatches 4"
   "zb-h1:rrfp-wait:--hint zb-h1 --microbatches 4"
-  "paci:rrfp-fixed:--async paci --accumulate 4 --window 10"
-  "paci:rrfp-wait:--async paci --accumulate 4 --window 10"
+  "paci:rrfp-fixed:--async paci --accumulate 4 --window $EVAL"
+  "paci:rrfp-wait:--async paci --accumulate 4 --window $EVAL"
 )
 N=${#CONFIGS[@]}
 for ((r = 0; r < ROUNDS; ++r)); do
@@ -36,7 +37,7 @@ for ((r = 0; r < ROUNDS; ++r)); do
     c=${CONFIGS[$(((i + r) % N))]}
     IFS=: read -r name pol flags <<<"$c"
     # shellcheck disable=SC2086
-    STARPU_SCHED=$pol "$R" train --stages 2 --steps "$STEPS" --lr "$LR" $flags --quiet \
+    STARPU_SCHED=$pol "$R" train --stages 2 --steps "$STEPS" --lr "$LR" --eval-every "$EVAL" $flags --quiet \
       --json "$OUT/$name.$pol.$r.json"
   done
 done
@@ -48,21 +49,23 @@ for f in sorted(glob.glob(out + "/*.json")):
     name, pol, _ = f.split("/")[-1].rsplit(".", 3)[:3]
     j = json.load(open(f))
     s = j["steps"]
-    loss = [x["loss"] for x in s]
     secs = toks = 0.0
     hit = None
-    for i, x in enumerate(s):
+    val = []
+    for x in s:
         secs += x["step_s"]
-        toks += x["tokens_per_s"] * x["step_s"]
-        if i >= 4 and hit is None and sum(loss[i - 4:i + 1]) / 5 <= target:
-            hit = (secs, toks, x["step"])
+        toks += x["tokens"]
+        if "val_loss" in x:
+            val.append(x["val_loss"])
+            if hit is None and x["val_loss"] <= target:
+                hit = (secs, toks, x["step"])
     tps = st.median(x["tokens_per_s"] for x in s[2:])
     drift = max((max(x.get("version_drift_max", [0])) for x in s), default=0)
     peak = max(x["peak_activation_bytes"] for x in s)
-    rows.setdefault((name, pol), []).append((tps, hit, sum(loss[-5:]) / 5, drift, peak))
+    rows.setdefault((name, pol), []).append((tps, hit, val[-1], drift, peak))
 base = None
 print(f"{'schedule':8} {'policy':10} {'tok/s':>8} {'s to target':>11} {'tokens':>9} {'step':>5} "
-      f"{'final loss':>10} {'drift':>5} {'peak act MiB':>12}")
+      f"{'final val':>10} {'drift':>5} {'peak act MiB':>12}")
 res = {}
 for (name, pol), v in sorted(rows.items()):
     tps = st.median(x[0] for x in v)
@@ -80,5 +83,5 @@ ref = res[("1f1b", "rrfp-fixed")][1]
 for pol in ("rrfp-fixed", "rrfp-wait"):
     t, fin = res[("paci", pol)]
     print(f"paci {pol}: fastest synchronous / paci time to target = {fastest / t:.3f}; "
-          f"final loss vs 1f1b rrfp-fixed: {100 * (fin / ref - 1):+.2f}%")
+          f"final validation loss vs 1f1b rrfp-fixed: {100 * (fin / ref - 1):+.2f}%")
 PY

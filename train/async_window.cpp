@@ -96,6 +96,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     rec.step = first_step + k;
     rec.loss = static_cast<float>(pipe.group_loss(k));
     rec.step_s = wall / K;  // one graph: the window's time, shared evenly
+    rec.tokens = tokens[k];
     rec.tokens_per_s = rec.step_s > 0 ? tokens[k] / rec.step_s : 0;
     rec.busy_s = busy / K;
     rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;

@@ -22,4 +22,12 @@ ReferenceStep reference_step(const Model& model, const std::vector<Microbatch>& 
   return out;
 }
 
+double eval_loss(const Model& model, const std::vector<Microbatch>& mbs) {
+  torch::NoGradGuard no_grad;
+  const StageRange all = model.partition(1)[0];
+  double sum = 0;
+  for (const Microbatch& mb : mbs) sum += Model::loss(model.stage_forward(all, true, true, {}, mb), mb.targets).item<float>();
+  return mbs.empty() ? 0.0 : sum / static_cast<double>(mbs.size());
+}
+
 }  // namespace rrfp::train

@@ -21,4 +21,7 @@ struct ReferenceStep {
 
 ReferenceStep reference_step(const Model& model, const std::vector<Microbatch>& mbs);
 
+// The mean loss over `mbs` of the whole model, without gradients (validation).
+double eval_loss(const Model& model, const std::vector<Microbatch>& mbs);
+
 }  // namespace rrfp::train

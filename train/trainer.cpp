@@ -77,6 +77,8 @@ struct Trainer::Impl {
   std::vector<std::int64_t> msg_shape;   // every activation / gradient message
   std::unique_ptr<AsyncWindows> async;   // --async: windows of steps, one graph each
   std::vector<StepRecord> async_done;    // --async: records of the window trained, not yet returned
+  std::vector<Microbatch> val_mbs;       // --eval-every: the held-out microbatches
+  double seconds_total = 0, tokens_total = 0;  // trained so far (--target-loss)
 
   static int micro_batch(const TrainOptions& o) {
     check_options(o);
@@ -109,9 +111,20 @@ struct Trainer::Impl {
       shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model()), TP, t));
     if (mm) {
       sampler_img = std::make_unique<ImageSampler>(o.seed ^ 0x1a6eULL);
+      if (o.eval_every > 0) {  // images and captions of a seed of their own
+        ImageSampler v(o.seed ^ 0x7a11da7eULL);
+        val_mbs = make_image_microbatches(v.next(o.eval_microbatches * b), o.eval_microbatches, b);
+      }
     } else {
       auto text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
                                                                            : load_text(o.data_path));
+      if (o.eval_every > 0) {  // the last tenth is held out for validation
+        const size_t cut = text->size() * 9 / 10;
+        auto held = std::make_shared<const std::string>(text->substr(cut));
+        text = std::make_shared<const std::string>(text->substr(0, cut));
+        Sampler v(held, o.gpt.seq_len, o.seed ^ 0x7a11da7eULL);
+        val_mbs = make_microbatches(v.next(o.eval_microbatches * b), o.eval_microbatches, b, o.gpt.seq_len);
+      }
       sampler_text = std::make_unique<Sampler>(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
       lengths = parse_seq_len_dist(o.seq_len_dist, o.gpt.seq_len, *text);
     }
@@ -154,6 +167,8 @@ struct Trainer::Impl {
     }
     res.model_stages = P;
     ident = identity(o, P, b);
+    if (o.eval_every > 0) ident["validation"] = "held-out";  // training leaves the last tenth out
+    res.target.loss = o.target_loss;
     if (!o.async_mode.empty()) {
       async = std::make_unique<AsyncWindows>(o, model(), P, msg_shape);
       ident["async"] = o.async_mode;  // a synchronous checkpoint's identity stays as it was
@@ -389,6 +404,16 @@ struct Trainer::Impl {
     return stepped;
   }
 
+  // Totals, and the validation loss when one is due (not part of the step's time).
+  void account(StepRecord& rec) {
+    seconds_total += rec.step_s;
+    tokens_total += rec.tokens;
+    if (o.eval_every <= 0 || rec.step % o.eval_every != 0) return;
+    rec.val_loss = eval_loss(model(), val_mbs);
+    if (o.target_loss > 0 && !res.target.reached && rec.val_loss <= o.target_loss)
+      res.target = {o.target_loss, true, rec.step, seconds_total, tokens_total};
+  }
+
   // --async: the steps up to the window's end (--window steps at most,
   // and never past a checkpoint) as one graph; their records are returned
   // one at a time.
@@ -397,6 +422,7 @@ struct Trainer::Impl {
       int K = std::min(o.async_window, o.steps - next + 1);
       if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0)
         K = std::min(K, o.checkpoint_every - (next - 1) % o.checkpoint_every);
+      if (o.eval_every > 0) K = std::min(K, o.eval_every - (next - 1) % o.eval_every);  // evaluate drained weights
       std::vector<std::vector<Microbatch>> batches;
       std::vector<double> toks;
       for (int k = 0; k < K; ++k) {
@@ -413,6 +439,7 @@ struct Trainer::Impl {
     StepRecord rec = std::move(async_done.back());
     async_done.pop_back();
     for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
+    account(rec);
     res.steps.push_back(rec);
     ++next;
     if (!o.checkpoint_dir.empty() &&
@@ -448,6 +475,8 @@ struct Trainer::Impl {
     rec.step_s = secs(Clock::now() - t0);
     rec.tokens_per_s = rec.step_s > 0 ? tokens / rec.step_s : 0;
     for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
+    rec.tokens = tokens;
+    account(rec);
     res.steps.push_back(rec);
     ++next;
     if (!o.checkpoint_dir.empty() &&
@@ -467,7 +496,7 @@ struct Trainer::Impl {
 
 Trainer::Trainer(const TrainOptions& o) : impl_(std::make_unique<Impl>(o)) {}
 Trainer::~Trainer() = default;
-bool Trainer::done() const { return impl_->next > impl_->o.steps; }
+bool Trainer::done() const { return impl_->next > impl_->o.steps || impl_->res.target.reached; }
 int Trainer::next_step() const { return impl_->next; }
 StepRecord Trainer::step() {
   if (done()) throw SpecError(fmt::format("the run already trained its {} steps", impl_->o.steps));

@@ -58,6 +58,14 @@ struct TrainOptions {
   // updates after every `microbatches` backwards (docs/async.md).
   std::string async_mode;
   int async_window = 8;      // --async: steps per graph (it drains only at a window's end)
+  // Evaluation (docs/async.md, "Time to a target loss"): every eval_every
+  // steps the validation loss of eval_microbatches held-out microbatches
+  // (gpt-tiny: the last tenth of the corpus, which training then leaves
+  // out; mm-tiny: images of their own seed), without gradients. With
+  // target_loss > 0 the run stops once that loss is reached.
+  int eval_every = 0;
+  int eval_microbatches = 8;
+  double target_loss = 0;
   int inflight_slack = 0;    // rrfp policies: raise each device's in-flight cap by this (drivers: RRFP_INFLIGHT_SLACK)
   // Emulated link: every message between devices is held this long after
   // it arrived, uniform in link_ms * (1 +- link_jitter), drawn per step and
@@ -94,6 +102,18 @@ struct StepRecord {
   // microbatches, and the method's bound (docs/async.md). Empty when synchronous.
   std::vector<int> drift_max, drift_bound;
   std::vector<double> drift_mean;
+  double tokens = 0;     // trained this step
+  double val_loss = -1;  // --eval-every: the validation loss after this step; < 0: not evaluated
+};
+
+// --target-loss: when the validation loss first reached it, counted in
+// training time (StarPU's start-up and the evaluations left out) and tokens
+// since this run (or its resume) began.
+struct TargetReport {
+  double loss = 0;
+  bool reached = false;
+  int step = -1;
+  double seconds = 0, tokens = 0;
 };
 
 struct TrainResult {
@@ -102,6 +122,7 @@ struct TrainResult {
   int first_step = 1;     // > 1 after --resume
   std::int64_t grad_buffer_bytes = 0;  // gradient buffers at the end of a step
   std::vector<StepRecord> steps;
+  TargetReport target;  // meaningful with TrainOptions::target_loss > 0
 };
 
 // One run, a step at a time: what train() does, exposed so that a benchmark

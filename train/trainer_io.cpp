@@ -31,6 +31,12 @@ void check_options(const TrainOptions& o) {
     throw SpecError(fmt::format("--batch-size {} cannot be divided into {} microbatches of equal size",
                                 o.batch_size, o.microbatches));
   if (o.checkpoint_every < 0) throw SpecError("--checkpoint-every must not be negative");
+  if (o.eval_every < 0) throw SpecError("--eval-every must not be negative");
+  if (o.eval_microbatches < 1) throw SpecError("--eval-microbatches must be at least 1");
+  if (o.target_loss < 0) throw SpecError("--target-loss must be positive");
+  if (o.target_loss > 0 && o.eval_every == 0) throw SpecError("--target-loss needs --eval-every K (steps between evaluations)");
+  if (o.eval_every > 0 && o.multi_rank) throw SpecError("--eval-every under mpirun is not supported yet");
+  if (o.eval_every > 0 && o.tensor_parallel > 1) throw SpecError("--eval-every with --tensor-parallel is not supported yet");
   if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
   if (!(o.lr > 0)) throw SpecError("--lr must be positive");
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
@@ -118,6 +124,8 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                      {"peak_activation_bytes", r.peak_activation_bytes},
                      {"peak_activation_bytes_per_stage", r.peak_activation_per_stage},
                      {"peak_activation_bytes_per_device", r.peak_activation_per_device}});
+    steps.back()["tokens"] = r.tokens;
+    if (r.val_loss >= 0) steps.back()["val_loss"] = r.val_loss;
     if (!r.drift_max.empty()) {
       steps.back()["version_drift_max"] = r.drift_max;
       steps.back()["version_drift_mean"] = r.drift_mean;
@@ -136,6 +144,10 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                       {"tensor_parallel", o.tensor_parallel},
                       {"grad_buffer_bytes", res.grad_buffer_bytes},
                       {"steps", steps}};
+  if (o.target_loss > 0)
+    j["target"] = {{"loss", res.target.loss}, {"reached", res.target.reached}, {"step", res.target.step},
+                   {"seconds", res.target.seconds}, {"tokens", res.target.tokens}};
+  if (o.eval_every > 0) j["eval_every"] = o.eval_every;
   if (!o.async_mode.empty())
     j["async"] = {{"method", o.async_mode}, {"accumulate", o.microbatches}, {"window_steps", o.async_window}};
   std::ofstream out(path);

@@ -1,0 +1,104 @@
+// Validation and time to a target loss (--eval-every, --target-loss): the
+// held-out loss is recorded on the steps that evaluate, a run stops at the
+// first evaluation that reaches the target and reports the training time
+// and tokens it took, synchronously and with --async paci; bad options are
+// refused by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "train/trainer.hpp"
+
+namespace rrfp::train {
+namespace {
+
+TrainOptions small(const std::string& model = "gpt-tiny") {
+  TrainOptions o;
+  o.model = model;
+  o.gpt.d_model = 16;
+  o.gpt.heads = 2;
+  o.gpt.layers = 2;
+  o.gpt.seq_len = 16;
+  o.stages = 2;
+  o.microbatches = 4;
+  o.micro_batch_size = 2;
+  o.steps = 12;
+  o.hint = "1f1b";
+  o.split = 0;
+  o.lr = 1e-2;
+  o.deterministic = true;
+  o.policy = "rrfp-fixed";
+  o.eval_every = 2;
+  o.eval_microbatches = 4;
+  return o;
+}
+
+}  // namespace
+
+TEST(TrainEval, ValidationLossOnEveryKthStepAndTargetStopsTheRun) {
+  for (const char* mode : {"", "paci"}) {
+    TrainOptions o = small();
+    o.async_mode = mode;
+    const TrainResult full = train(o);
+    std::vector<double> val;
+    for (const auto& st : full.steps) {
+      if (st.step % 2 == 0) {
+        EXPECT_TRUE(std::isfinite(st.val_loss) && st.val_loss > 0) << mode << " step " << st.step;
+        val.push_back(st.val_loss);
+      } else {
+        EXPECT_LT(st.val_loss, 0) << "step " << st.step << " was not due for evaluation";
+      }
+      EXPECT_GT(st.tokens, 0);
+    }
+    ASSERT_EQ(val.size(), 6u);
+    EXPECT_LT(val.back(), val.front()) << mode << ": the model learns what it did not train on";
+    // The first evaluation at or below the loss of step 6 is step 6's.
+    o.target_loss = val[2];
+    const TrainResult r = train(o);
+    ASSERT_TRUE(r.target.reached) << mode;
+    int first = -1;
+    for (size_t i = 0; i < val.size() && first < 0; ++i)
+      if (val[i] <= o.target_loss) first = 2 * static_cast<int>(i + 1);
+    EXPECT_EQ(r.target.step, first) << mode;
+    EXPECT_EQ(static_cast<int>(r.steps.size()), first) << mode << ": stops at the target";
+    double secs = 0, toks = 0;
+    for (const auto& st : r.steps) secs += st.step_s, toks += st.tokens;
+    EXPECT_DOUBLE_EQ(r.target.seconds, secs);
+    EXPECT_DOUBLE_EQ(r.target.tokens, toks);
+    o.target_loss = 1e-6;  // out of reach
+    EXPECT_FALSE(train(o).target.reached);
+  }
+}
+
+TEST(TrainEval, MmTinyEvaluatesHeldOutImages) {
+  TrainOptions o = small("mm-tiny");
+  o.steps = 2;
+  const TrainResult r = train(o);
+  EXPECT_GT(r.steps[1].val_loss, 0);
+}
+
+TEST(TrainEval, BadOptionsAreRefusedByName) {
+  auto refused = [](TrainOptions o, const std::string& what) {
+    try {
+      Trainer t(o);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  TrainOptions o = small();
+  o.eval_every = 0;
+  o.target_loss = 2;
+  refused(o, "--target-loss needs --eval-every");
+  o = small();
+  o.eval_every = -1;
+  refused(o, "--eval-every must not be negative");
+  o = small();
+  o.eval_microbatches = 0;
+  refused(o, "--eval-microbatches must be at least 1");
+  o = small();
+  o.tensor_parallel = 2;
+  refused(o, "--eval-every with --tensor-parallel");
+}
+
+}  // namespace rrfp::train
