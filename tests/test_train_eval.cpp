@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "train/trainer.hpp"
 
@@ -65,6 +66,17 @@ TEST(TrainEval, ValidationLossOnEveryKthStepAndTargetStopsTheRun) {
     for (const auto& st : r.steps) secs += st.step_s, toks += st.tokens;
     EXPECT_DOUBLE_EQ(r.target.seconds, secs);
     EXPECT_DOUBLE_EQ(r.target.tokens, toks);
+    // A run that stops at its target leaves its checkpoint there.
+    const auto dir = std::filesystem::temp_directory_path() / ("rrfp_eval_target" + std::string(mode));
+    std::filesystem::remove_all(dir);
+    o.checkpoint_dir = dir.string();
+    train(o);
+    TrainOptions more = o;
+    more.resume = true;
+    more.target_loss = 0;
+    EXPECT_EQ(Trainer(more).next_step(), first + 1) << mode;
+    std::filesystem::remove_all(dir);
+    o.checkpoint_dir.clear();
     o.target_loss = 1e-6;  // out of reach
     EXPECT_FALSE(train(o).target.reached);
   }

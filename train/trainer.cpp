@@ -404,6 +404,13 @@ struct Trainer::Impl {
     return stepped;
   }
 
+  // Every --checkpoint-every steps, and at the run's last step (the target's too).
+  bool checkpoint_due(int step) const {
+    if (o.checkpoint_dir.empty()) return false;
+    return (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps ||
+           (res.target.reached && res.target.step == step);
+  }
+
   // Totals, and the validation loss when one is due (not part of the step's time).
   void account(StepRecord& rec) {
     seconds_total += rec.step_s;
@@ -442,9 +449,7 @@ struct Trainer::Impl {
     account(rec);
     res.steps.push_back(rec);
     ++next;
-    if (!o.checkpoint_dir.empty() &&
-        ((o.checkpoint_every > 0 && rec.step % o.checkpoint_every == 0) || rec.step == o.steps))
-      save(rec.step);
+    if (checkpoint_due(rec.step)) save(rec.step);
     return rec;
   }
 
@@ -479,9 +484,7 @@ struct Trainer::Impl {
     account(rec);
     res.steps.push_back(rec);
     ++next;
-    if (!o.checkpoint_dir.empty() &&
-        ((o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps))
-      save(step);
+    if (checkpoint_due(step)) save(step);
     return rec;
   }
 
