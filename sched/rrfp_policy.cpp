@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bitset>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -115,11 +116,15 @@ int push_task(starpu_task* task) {
   else
     s.foreign.push_back(task);
   s.foreign_n.fetch_add(1, std::memory_order_release);
+  // Who may run it, read before unlocking: once unlocked a worker may pop,
+  // run and free the task (a race seen about once in 30 runs).
+  std::bitset<STARPU_NMAXWORKERS> can;
+  const unsigned n = starpu_worker_get_count();
+  for (unsigned w = 0; w < n; ++w) can[w] = starpu_worker_can_execute_task(w, task, 0) != 0;
   starpu_push_task_end(task);
   s.m.unlock();
-  unsigned n = starpu_worker_get_count();
   for (unsigned w = 0; w < n; ++w)
-    if (starpu_worker_can_execute_task(w, task, 0)) wake(static_cast<int>(w));
+    if (can[w]) wake(static_cast<int>(w));
   return 0;
 }
 
