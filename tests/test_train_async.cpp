@@ -9,10 +9,13 @@
 #include <filesystem>
 
 #include "train/async_window.hpp"
+#include "tests/train_helpers.hpp"
 #include "train/trainer.hpp"
 
 namespace rrfp::train {
 namespace {
+
+using testing::losses;
 
 TrainOptions paci(int stages, int steps) {
   TrainOptions o;
@@ -32,12 +35,6 @@ TrainOptions paci(int stages, int steps) {
   o.async_mode = "paci";
   o.async_window = 4;
   return o;
-}
-
-std::vector<double> losses(const TrainResult& r) {
-  std::vector<double> l;
-  for (const auto& s : r.steps) l.push_back(s.loss);
-  return l;
 }
 
 }  // namespace
@@ -118,14 +115,7 @@ TEST(TrainAsync, PeakActivationsStayThoseOf1F1B) {
 }
 
 TEST(TrainAsync, BadOptionsAreRefusedByName) {
-  auto refused = [](TrainOptions o, const std::string& what) {
-    try {
-      Trainer t(o);
-      ADD_FAILURE() << "accepted: " << what;
-    } catch (const SpecError& e) {
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-  };
+  const auto refused = testing::expect_refused;
   TrainOptions o = paci(2, 2);
   o.microbatches = 0;
   refused(o, "--accumulate must be at least 1");

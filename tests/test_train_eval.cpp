@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "tests/train_helpers.hpp"
 #include "train/trainer.hpp"
 
 namespace rrfp::train {
@@ -90,14 +91,7 @@ TEST(TrainEval, MmTinyEvaluatesHeldOutImages) {
 }
 
 TEST(TrainEval, BadOptionsAreRefusedByName) {
-  auto refused = [](TrainOptions o, const std::string& what) {
-    try {
-      Trainer t(o);
-      ADD_FAILURE() << "accepted: " << what;
-    } catch (const SpecError& e) {
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-  };
+  const auto refused = testing::expect_refused;
   TrainOptions o = small();
   o.eval_every = 0;
   o.target_loss = 2;

@@ -2,12 +2,15 @@
 // deterministic batch of microbatches drawn from the generated corpus.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "train/data.hpp"
 #include "train/pipeline.hpp"
+#include "train/trainer.hpp"
 
 namespace rrfp::train::testing {
 
@@ -25,6 +28,23 @@ inline std::vector<Microbatch> corpus_batch(const GptConfig& c, int M, int b, st
   auto text = std::make_shared<const std::string>(generate_corpus(seed, 4096));
   Sampler smp(text, c.seq_len, seed);
   return make_microbatches(smp.next(M * b), M, b, c.seq_len);
+}
+
+// The losses of a run, step by step.
+inline std::vector<double> losses(const TrainResult& r) {
+  std::vector<double> l;
+  for (const auto& s : r.steps) l.push_back(s.loss);
+  return l;
+}
+
+// Building a Trainer from `o` throws a SpecError whose message contains `what`.
+inline void expect_refused(const TrainOptions& o, const std::string& what) {
+  try {
+    Trainer t(o);
+    ADD_FAILURE() << "accepted: " << what;
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace rrfp::train::testing
