@@ -74,10 +74,13 @@ void add_train_command(CLI::App& app) {
   auto* inflight = c->add_option("--inflight-slack", o->inflight_slack,
                                  "rrfp policies: raise each device's in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
   c->add_option("--async", o->async_mode,
-                "train without a flush: paci (1F1B, each stage updates after every --accumulate backwards; "
-                "docs/async.md)");
+                "train without a flush: paci (1F1B, each stage updates after every --accumulate backwards) or "
+                "amdp (--directions pipelines over the devices, one update per stage and step; docs/async.md)");
   auto* accumulate = c->add_option("--accumulate", o->microbatches,
-                                   "--async paci: microbatches per update (one step); sets --microbatches");
+                                   "--async: microbatches per update (one step); sets --microbatches");
+  auto* directions = c->add_option("--directions", o->directions,
+                "--async amdp: pipelines in different directions, 2 (stages even) or 4 (stages divisible by 4)")
+      ->capture_default_str();
   c->add_option("--window", o->async_window, "--async: steps per graph; it drains only at a window's end")
       ->capture_default_str();
   c->add_option("--eval-every", o->eval_every,
@@ -90,8 +93,10 @@ void add_train_command(CLI::App& app) {
   c->add_option("--link-ms", o->link_ms, "emulated delay of every message between devices (ms; reorders arrivals)")
       ->capture_default_str();
   c->add_option("--link-jitter", o->link_jitter, "relative jitter of --link-ms, in [0,1)")->capture_default_str();
-  c->callback([o, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, accumulate, c] {
+  c->callback([o, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, accumulate, directions,
+               c] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
+    if (directions->count() > 0 && o->async_mode != "amdp") throw SpecError("--directions needs --async amdp");
     if (accumulate->count() > 0 && o->async_mode.empty()) throw SpecError("--accumulate needs --async");
     if (accumulate->count() > 0 && microbatches->count() > 0)
       throw SpecError("--accumulate sets the microbatches per step: drop --microbatches");

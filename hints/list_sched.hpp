@@ -19,6 +19,14 @@ struct ListSchedOptions {
   // Tie-break among ready tasks of one kind class; smaller goes first.
   // Default: smaller microbatch, then larger stage (push work downstream).
   std::function<long long(const Task&)> key;
+  // Asynchronous updates (docs/async.md), group > 0: each stage updates
+  // after every `group` consecutive microbatches' W/BW, and the next
+  // group's W/BW come after the update. gate_lag > 0: a forward of group k
+  // waits for the update of group k - gate_lag on its stage (AMDP: 2). The
+  // update itself takes no step here; the order respects both, so a strict
+  // executor of it cannot wait on an update that waits on it.
+  int group = 0;
+  int gate_lag = 0;
 };
 
 // Fills hint.order (hint.graph must be set) and finalizes it. Throws

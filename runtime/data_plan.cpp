@@ -15,6 +15,7 @@ const char* handle_kind_name(HandleKind k) {
     case HandleKind::Gradient: return "gradient";
     case HandleKind::Stash: return "stash";
     case HandleKind::Accumulator: return "accumulator";
+    case HandleKind::Version: return "version";
     case HandleKind::Arrival: return "arrival";
   }
   return "?";
@@ -47,6 +48,18 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         if (s > 0) grad[at(t, s, m)] = add(HandleKind::Gradient, s, m, t, d, o.message_bytes);
         if (has_acc(t) && !acc.count({t, s, d})) acc[{t, s, d}] = add(HandleKind::Accumulator, s, -1, t, d, 8);
       }
+  if (o.epilogue_group > 0) {
+    if (!o.epilogues) throw SpecError("epilogue groups need epilogues");
+    if (T > 1) throw SpecError("grouped epilogues (asynchronous training) do not support tensor parallelism");
+    if (M % o.epilogue_group != 0)
+      throw SpecError(fmt::format("{} microbatches do not split into groups of {}", M, o.epilogue_group));
+    p.group = o.epilogue_group;
+  }
+  if (o.gate_lag < 0 || (o.gate_lag > 0 && p.group == 0))
+    throw SpecError(fmt::format("a forward gate (lag {}) needs grouped epilogues", o.gate_lag));
+  std::vector<int> version;  // [s * gate_lag + j], owned by the stage's epilogue device
+  for (int s = 0; s < S && p.group > 0; ++s)
+    for (int j = 0; j < o.gate_lag; ++j) version.push_back(add(HandleKind::Version, s, -1, 0, spec.device_of(s, 0), 8));
   const Access acc_mode = o.commute ? Access::RWCommute : Access::RW;
   p.access.resize(static_cast<size_t>(n) * T);
   p.slot.resize(p.access.size());
@@ -71,6 +84,8 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         case Kind::F:
           a.push_back({stash[at(t, s, m)], Access::W});
           if (s + 1 < S) p.msg_out[mt] = act[at(t, s, m)];
+          if (o.gate_lag > 0 && m / p.group >= o.gate_lag)
+            a.push_back({version[s * o.gate_lag + (m / p.group) % o.gate_lag], Access::R});
           break;
         case Kind::B:
           a.push_back({stash[at(t, s, m)], Access::RW});
@@ -104,13 +119,6 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
     }
   p.access.insert(p.access.end(), link_access.begin(), link_access.end());
   p.slot.insert(p.slot.end(), link_slot.begin(), link_slot.end());
-  if (o.epilogue_group > 0) {
-    if (!o.epilogues) throw SpecError("epilogue groups need epilogues");
-    if (T > 1) throw SpecError("grouped epilogues (asynchronous training) do not support tensor parallelism");
-    if (M % o.epilogue_group != 0)
-      throw SpecError(fmt::format("{} microbatches do not split into groups of {}", M, o.epilogue_group));
-    p.group = o.epilogue_group;
-  }
   const int groups = p.group > 0 ? M / p.group : 1;
   if (o.epilogues)
     for (int k = 0; k < groups; ++k)
@@ -123,6 +131,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           for (const auto& [key, h] : acc)
             if (std::get<0>(key) == t && std::get<1>(key) == s)
               a.push_back({h, std::get<2>(key) == home ? Access::RW : Access::R});
+          if (o.gate_lag > 0) a.push_back({version[s * o.gate_lag + k % o.gate_lag], Access::W});
           if (!has_acc(t))  // a follower's: after the last pass of each microbatch (its stash's last writer)
             for (int m = 0; m < M; ++m) a.push_back({stash[at(t, s, m)], Access::R});
           p.access.push_back(std::move(a));

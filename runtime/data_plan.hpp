@@ -16,6 +16,10 @@
 //                      optimizer step) reads and writes it after all of them.
 //                      Not for tensor-parallel followers under COMMUTE: their
 //                      epilogue reads the stashes X(s,m) instead.
+// Per (model stage, j < gate_lag), grouped epilogues with a gate only:
+//   version    V(s,j)  written by the epilogue of every group k with
+//                      k mod gate_lag = j, read by the forwards of group
+//                      k + gate_lag: at most gate_lag groups in flight (AMDP)
 // Per message crossing devices with a link delay:
 //   arrival    L(e)    written by the edge's link task (which reads the
 //                      message and holds it for the delay), read by the
@@ -30,7 +34,7 @@
 
 namespace rrfp {
 
-enum class HandleKind { Activation, Gradient, Stash, Accumulator, Arrival };
+enum class HandleKind { Activation, Gradient, Stash, Accumulator, Version, Arrival };
 enum class Access : unsigned char { R, W, RW, RWCommute };
 const char* handle_kind_name(HandleKind k);
 
@@ -71,6 +75,10 @@ struct DataPlanOptions {
   // the next group's (the accumulator orders them). g must divide the
   // microbatches; tensor parallelism is not supported then.
   int epilogue_group = 0;
+  // With epilogue_group: 0, or L > 0 for "a forward of group k on a stage
+  // starts after that stage's epilogue of group k - L" (the version
+  // handles above). Grouped epilogues alone never hold a forward back.
+  int gate_lag = 0;
   std::size_t message_bytes = 64;
   // Delay of the k-th input edge of graph task `task` when it crosses devices; empty = none.
   std::function<double(int task, int k)> link_delay_s;

@@ -64,6 +64,10 @@ struct ExecOptions {
   // next group's, ahead of the device's next pass under the rrfp policies;
   // called with group * stages + stage. T = 1 only; g divides M.
   int epilogue_group = 0;
+  // With epilogue_group: L > 0 holds each forward of group k back until
+  // its stage's epilogue of group k - L has run (AMDP: 2, so a microbatch
+  // crosses at most one update; DataPlanOptions::gate_lag). 0: no gate.
+  int gate_lag = 0;
   // Optional: run once on every worker when a StarPU session starts, before
   // any task (StarpuSession::init_workers_once); training sets up each
   // worker's LibTorch and BLAS threads there.

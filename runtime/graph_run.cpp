@@ -196,6 +196,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   po.commute = !strict;
   po.epilogues = run.epilogue != nullptr;
   po.epilogue_group = opt.epilogue_group;
+  po.gate_lag = opt.gate_lag;
   po.message_bytes = opt.message_bytes;
   po.link_delay_s = opt.link_delay_s;
   sub->plan = plan_data(g, po);

@@ -224,8 +224,10 @@ void post_exec_hook(starpu_task* task, unsigned sched_ctx) {
   s.events.fetch_add(1, std::memory_order_relaxed);
   if (s.update_group > 0) {
     const Task& t = s.arb->hint().graph->task(a->id);
+    // The update runs where the stage's epilogue lives (its microbatch 0's
+    // device), which for a replicated stage (AMDP) need not be t.device.
     if ((t.kind == Kind::W || t.kind == Kind::BW) && ++s.writes_done[t.stage] % s.update_group == 0)
-      ++s.due[t.device * s.tp];
+      ++s.due[s.arb->hint().spec().device_of(t.stage, 0) * s.tp];
   }
   // A finished backward frees in-flight room for a forward of this device.
   s.maybe[s.arb->hint().graph->task(a->id).device * s.tp].store(1, std::memory_order_release);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
 #include "train/trainer_io.hpp"
 
@@ -18,20 +19,35 @@ int paci_drift_bound(int stages, int stage, int accumulate, int slack) {
 
 void check_async_options(const TrainOptions& o) {
   if (o.async_mode.empty()) return;
-  if (o.async_mode == "amdp")
-    throw SpecError("--async amdp is not implemented yet (docs/async.md); --async paci is");
-  if (o.async_mode != "paci") throw SpecError(fmt::format("unknown --async '{}' (known: paci)", o.async_mode));
+  const bool amdp = o.async_mode == "amdp";
+  if (!amdp && o.async_mode != "paci")
+    throw SpecError(fmt::format("unknown --async '{}' (known: paci, amdp)", o.async_mode));
+  const char* what = amdp ? "--async amdp" : "--async paci";
   if (o.microbatches < 1)
     throw SpecError(fmt::format("--accumulate must be at least 1 microbatch per update, got {}", o.microbatches));
   if (o.hint != "1f1b" || o.hint_object || !o.plan_path.empty())
-    throw SpecError(fmt::format("--async paci runs 1F1B without a flush; it does not accept the hint '{}'",
+    throw SpecError(fmt::format("{} {}; it does not accept the hint '{}'", what,
+                                amdp ? "derives its own multi-directional order" : "runs 1F1B without a flush",
                                 o.plan_path.empty() ? o.hint : "of --plan"));
-  if (o.split == 1) throw SpecError("--async paci runs 1F1B's fused backward (--split 0), as the paper does");
-  if (o.chunks > 1) throw SpecError("--async paci places one model stage per device (no --chunks)");
+  if (o.split == 1) throw SpecError(fmt::format("{} runs the fused backward (--split 0), as the paper does", what));
+  if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
   if (o.multi_rank) throw SpecError("--async under mpirun is not supported yet (docs/async.md)");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
+  if (amdp) {
+    amdp_placement(o.stages, o.directions);  // names a P it cannot place
+    if (o.microbatches % o.directions != 0)
+      throw SpecError(fmt::format("--async amdp sends microbatch m down pipeline m mod {}: --accumulate {} is not a "
+                                  "multiple of {}",
+                                  o.directions, o.microbatches, o.directions));
+  }
+}
+
+int async_drift_bound(const TrainOptions& o, int stages, int stage) {
+  // AMDP: a forward of step k waits for its stage's update of step k-2, and
+  // its backward comes after the update of step k-1 and before that of k.
+  return o.async_mode == "amdp" ? 1 : paci_drift_bound(stages, stage, o.microbatches, o.inflight_slack);
 }
 
 AsyncWindows::AsyncWindows(const TrainOptions& o, const Model& model, int stages, std::vector<std::int64_t> msg_shape)
@@ -40,11 +56,14 @@ AsyncWindows::AsyncWindows(const TrainOptions& o, const Model& model, int stages
 AsyncWindows::Shape& AsyncWindows::shape(int K) {
   auto it = shapes_.find(K);
   if (it != shapes_.end()) return it->second;
-  Shape sh{make_hint("1f1b", {P_, K * M_, 0, 0, 0}), nullptr};
+  const bool amdp = o_.async_mode == "amdp";
+  Shape sh{amdp ? amdp_hint(P_, o_.directions, M_, K) : make_hint("1f1b", {P_, K * M_, 0, 0, 0}), nullptr};
   sh.pipe = std::make_unique<Pipeline>(model_, P_, K * M_, o_.deterministic, o_.partition);
   sh.pipe->set_message_shape(msg_shape_);
   sh.pipe->set_update_group(M_);
-  sh.pipe->set_stage_devices(sh.hint.spec().placement[0]);
+  // AMDP's stages live on several devices (one per direction): their
+  // weights are one tensor set here (docs/async.md, "Mirror groups").
+  if (!amdp) sh.pipe->set_stage_devices(sh.hint.spec().placement[0]);
   return shapes_.emplace(K, std::move(sh)).first->second;
 }
 
@@ -60,12 +79,14 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     for (auto& m : b) mbs.push_back(std::move(m));
   pipe.begin_step(std::move(mbs));
 
-  // Stage s's update count; read and bumped only on the stage's worker.
+  // Stage s's update count: bumped by its update, read by every pass of
+  // the stage (under AMDP on each device of its mirror group).
   std::vector<std::atomic<int>> version(P_);
   for (auto& v : version) v.store(0);
   std::vector<int> seen_f(static_cast<size_t>(P_) * MW, 0), seen_b(seen_f.size(), 0);
   std::vector<double> t_s(g.size(), 0);
   eo.epilogue_group = M_;
+  eo.gate_lag = o_.async_mode == "amdp" ? 2 : 0;
   eo.stage_epilogue = [&](int e) {  // group * P + stage
     const int k = e / P_, s = e % P_;
     one_intra_op_thread();
@@ -114,7 +135,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       }
       rec.drift_max.push_back(mx);
       rec.drift_mean.push_back(sum / M_);
-      rec.drift_bound.push_back(paci_drift_bound(P_, s, M_, o_.inflight_slack));
+      rec.drift_bound.push_back(async_drift_bound(o_, P_, s));
       const int e = k * P_ + s;
       for (int d = 0; d < r.devices && e < static_cast<int>(r.epilogue_worker.size()); ++d)
         if (r.epilogue_worker[e] >= 0 && r.epilogue_worker[e] == r.device_worker[d]) rec.optimizer_device[s] = d;

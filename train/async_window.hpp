@@ -1,5 +1,6 @@
-// Asynchronous training without a flush (docs/async.md): PACI. K steps of
-// M microbatches run as one graph of K*M microbatches under the 1F1B hint,
+// Asynchronous training without a flush (docs/async.md): PACI and AMDP. K
+// steps of M microbatches run as one graph of K*M microbatches (PACI: under
+// the 1F1B hint; AMDP: its multi-directional order, gen_amdp.hpp),
 // with each stage's optimizer update a grouped epilogue after every M of
 // its backwards (ExecOptions::epilogue_group): no drain between steps, only
 // at the window's end. Every forward and backward records its stage's
@@ -27,6 +28,9 @@ namespace rrfp::train {
 // accumulation a: ceil((P - s - 1 + slack) / a) updates between a
 // microbatch's forward and its backward.
 int paci_drift_bound(int stages, int stage, int accumulate, int slack);
+
+// The method's bound for stage s: PACI's above, or AMDP's one update.
+int async_drift_bound(const TrainOptions& o, int stages, int stage);
 
 // Throws SpecError when the options cannot run asynchronously.
 void check_async_options(const TrainOptions& o);

@@ -172,6 +172,7 @@ struct Trainer::Impl {
     if (!o.async_mode.empty()) {
       async = std::make_unique<AsyncWindows>(o, model(), P, msg_shape);
       ident["async"] = o.async_mode;  // a synchronous checkpoint's identity stays as it was
+      if (o.async_mode == "amdp") ident["directions"] = o.directions;
     }
     if (o.resume) resume();
     next = res.first_step;

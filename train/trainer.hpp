@@ -55,8 +55,11 @@ struct TrainOptions {
   int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
   double mpi_timeout_s = 0;  // under mpirun: seconds without progress on a rank; 0 = the executor's default
   // "" = synchronous (a flush every step); "paci": no flush, per-stage
-  // updates after every `microbatches` backwards (docs/async.md).
+  // updates after every `microbatches` backwards; "amdp": `directions`
+  // pipelines over the devices, each stage updating once per step of
+  // `microbatches`, at most two steps in flight (docs/async.md).
   std::string async_mode;
+  int directions = 2;        // --async amdp: 2 (P even) or 4 (P divisible by 4)
   int async_window = 8;      // --async: steps per graph (it drains only at a window's end)
   // Evaluation (docs/async.md, "Time to a target loss"): every eval_every
   // steps the validation loss of eval_microbatches held-out microbatches

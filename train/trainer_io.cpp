@@ -148,8 +148,10 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
     j["target"] = {{"loss", res.target.loss}, {"reached", res.target.reached}, {"step", res.target.step},
                    {"seconds", res.target.seconds}, {"tokens", res.target.tokens}};
   if (o.eval_every > 0) j["eval_every"] = o.eval_every;
-  if (!o.async_mode.empty())
+  if (!o.async_mode.empty()) {
     j["async"] = {{"method", o.async_mode}, {"accumulate", o.microbatches}, {"window_steps", o.async_window}};
+    if (o.async_mode == "amdp") j["async"]["directions"] = o.directions;
+  }
   std::ofstream out(path);
   if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
   out << j.dump(2) << "\n";
