@@ -126,9 +126,6 @@ TEST(TrainAsync, BadOptionsAreRefusedByName) {
   o.split = 1;
   refused(o, "fused backward");
   o = paci(2, 2);
-  o.async_mode = "amdp";
-  refused(o, "amdp is not implemented yet");
-  o = paci(2, 2);
   o.async_mode = "pipedream";
   refused(o, "unknown --async 'pipedream'");
   o = paci(2, 2);
