@@ -1,11 +1,12 @@
 #!/bin/bash
 # Issue 14's measurement (perf/RESULTS.md): time and tokens to a target
-# validation loss for synchronous 1F1B, synchronous ZB-H1 and PACI (--async
-# paci), each under rrfp-fixed and rrfp-wait (the rrfp default), on gpt-tiny,
+# validation loss for synchronous 1F1B, ZB-H1 and Chimera (bidirectional),
+# PACI (--async paci) and AMDP (--async amdp, two directions), each under
+# rrfp-fixed and rrfp-wait (the rrfp default), on gpt-tiny,
 # 2 stages on the 2 cores, M = 4 microbatches a step. The runs are
 # interleaved: each round trains every configuration once, in a rotated
 # order. Every run evaluates held-out data every EVAL steps (--eval-every;
-# PACI's windows end there, --window EVAL). Reported per configuration
+# the asynchronous windows end there, --window EVAL). Reported per configuration
 # (medians over rounds): tokens/s, the training seconds and tokens at which
 # the validation loss first reached the target, and the final validation loss.
 # Usage: perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
@@ -30,6 +31,10 @@ CONFIGS=(
   "zb-h1:rrfp-wait:--hint zb-h1 --microbatches 4"
   "paci:rrfp-fixed:--async paci --accumulate 4 --window $EVAL"
   "paci:rrfp-wait:--async paci --accumulate 4 --window $EVAL"
+  "chimera:rrfp-fixed:--hint chimera --microbatches 4"
+  "chimera:rrfp-wait:--hint chimera --microbatches 4"
+  "amdp:rrfp-fixed:--async amdp --accumulate 4 --window $EVAL"
+  "amdp:rrfp-wait:--async amdp --accumulate 4 --window $EVAL"
 )
 N=${#CONFIGS[@]}
 for ((r = 0; r < ROUNDS; ++r)); do
@@ -77,11 +82,12 @@ for (name, pol), v in sorted(rows.items()):
     res[(name, pol)] = (t, fin)
     print(f"{name:8} {pol:10} {tps:8.0f} {t:11.2f} {k:9.0f} {stp:5.0f} {fin:10.4f} {max(x[3] for x in v):5d} "
           f"{max(x[4] for x in v) / 2**20:12.2f}")
-sync = [res[k][0] for k in res if k[0] != "paci"]
+sync = [res[k][0] for k in res if k[0] not in ("paci", "amdp")]
 fastest = min(sync)
 ref = res[("1f1b", "rrfp-fixed")][1]
-for pol in ("rrfp-fixed", "rrfp-wait"):
-    t, fin = res[("paci", pol)]
-    print(f"paci {pol}: fastest synchronous / paci time to target = {fastest / t:.3f}; "
-          f"final validation loss vs 1f1b rrfp-fixed: {100 * (fin / ref - 1):+.2f}%")
+for name in ("paci", "amdp"):
+    for pol in ("rrfp-fixed", "rrfp-wait"):
+        t, fin = res[(name, pol)]
+        print(f"{name} {pol}: fastest synchronous / {name} time to target = {fastest / t:.3f}; "
+              f"final validation loss vs 1f1b rrfp-fixed: {100 * (fin / ref - 1):+.2f}%")
 PY
