@@ -207,38 +207,52 @@ void add_sweep(CLI::App* sim) {
   });
 }
 
-// rrfp sim async: PACI's step against synchronous 1F1B's (sim/async_model.hpp).
+// rrfp sim async: PACI's or AMDP's step against its synchronous
+// counterpart's (sim/async_model.hpp).
 void add_async(CLI::App* sim) {
-  auto* c = sim->add_subcommand("async", "PACI (no flush, per-stage updates) against synchronous 1F1B, per step");
+  auto* c = sim->add_subcommand(
+      "async", "PACI or AMDP (no flush, per-stage updates) against the same schedule flushed every step, per step");
   auto f = std::make_shared<SimFlags>();
   auto stages = std::make_shared<int>(4), accumulate = std::make_shared<int>(4), window = std::make_shared<int>(8);
+  auto directions = std::make_shared<int>(2);
+  auto method = std::make_shared<std::string>("paci");
   auto update_ms = std::make_shared<double>(0);
+  c->add_option("--method", *method, "paci (1F1B) or amdp (multi-directional)")->capture_default_str();
+  c->add_option("--directions", *directions, "amdp: 2 (stages even) or 4 (stages divisible by 4)")
+      ->capture_default_str();
   c->add_option("--stages", *stages, "pipeline stages, one a device")->capture_default_str();
   c->add_option("--accumulate", *accumulate, "microbatches per update (a step)")->capture_default_str();
-  c->add_option("--window", *window, "PACI: steps per graph")->capture_default_str();
+  c->add_option("--window", *window, "steps per graph")->capture_default_str();
   c->add_option("--update-ms", *update_ms, "each stage's optimizer update (ms), run before its device's next pass")
       ->capture_default_str();
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
   c->add_option("--policy", f->policy, "rrfp, rrfp-wait or rrfp-fixed");
-  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over 1F1B's peak");
+  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
   c->add_option("--json", f->json, "write the estimate as JSON");
-  c->callback([f, stages, accumulate, window, update_ms] {
-    const AsyncEstimate e = simulate_paci(*stages, *accumulate, *window, f->scenario(), *update_ms * 1e-3);
-    fmt::print("sim async paci stages={} accumulate={} window={} policy={} update={} ms\n", *stages, *accumulate,
-               *window, f->policy, *update_ms);
-    fmt::print("  1f1b (flush every step): step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", e.sync_step_s,
+  c->callback([f, method, directions, stages, accumulate, window, update_ms] {
+    if (*method != "paci" && *method != "amdp")
+      throw SpecError(fmt::format("unknown --method '{}' (known: paci, amdp)", *method));
+    const bool amdp = *method == "amdp";
+    const AsyncEstimate e =
+        amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, f->scenario(), *update_ms * 1e-3)
+             : simulate_paci(*stages, *accumulate, *window, f->scenario(), *update_ms * 1e-3);
+    const std::string order = amdp ? fmt::format("amdp-{} order", *directions) : "1f1b";
+    fmt::print("sim async {} stages={} accumulate={} window={} policy={} update={} ms\n", *method, *stages,
+               *accumulate, *window, f->policy, *update_ms);
+    fmt::print("  flush every step ({}): step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", order, e.sync_step_s,
                e.sync_bubble, e.sync_peak_inflight);
-    fmt::print("  paci (no flush):         step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", e.async_step_s,
+    fmt::print("  no flush ({}):         step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", *method, e.async_step_s,
                e.async_bubble, e.async_peak_inflight);
-    fmt::print("  1f1b / paci step time: {:.3f}\n", e.sync_step_s / e.async_step_s);
+    fmt::print("  flushed / {} step time: {:.3f}\n", *method, e.sync_step_s / e.async_step_s);
     if (!f->json.empty()) {
-      const nlohmann::json j = {{"method", "paci"}, {"stages", *stages}, {"accumulate", *accumulate},
-                                {"window", *window}, {"policy", f->policy}, {"update_s", *update_ms * 1e-3},
-                                {"sync_step_s", e.sync_step_s}, {"async_step_s", e.async_step_s},
-                                {"sync_bubble", e.sync_bubble}, {"async_bubble", e.async_bubble},
-                                {"sync_peak_inflight", e.sync_peak_inflight},
-                                {"async_peak_inflight", e.async_peak_inflight}};
+      nlohmann::json j = {{"method", *method}, {"stages", *stages}, {"accumulate", *accumulate},
+                          {"window", *window}, {"policy", f->policy}, {"update_s", *update_ms * 1e-3},
+                          {"sync_step_s", e.sync_step_s}, {"async_step_s", e.async_step_s},
+                          {"sync_bubble", e.sync_bubble}, {"async_bubble", e.async_bubble},
+                          {"sync_peak_inflight", e.sync_peak_inflight},
+                          {"async_peak_inflight", e.async_peak_inflight}};
+      if (amdp) j["directions"] = *directions;
       std::ofstream out(f->json);
       if (!(out << j.dump(2) << "\n")) throw SpecError(fmt::format("cannot write '{}'", f->json));
     }

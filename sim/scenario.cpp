@@ -26,6 +26,8 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
     return 0.0;
   };
   o.memory = sc.memory;
+  o.update_group = sc.update_group;
+  o.gate_lag = sc.gate_lag;
   ScenarioResult r{simulate(hint, o), lower_bound(g, d)};
   return r;
 }

@@ -23,6 +23,7 @@ struct Scenario {
   // when split, else the BW) of microbatch k * update_group - 1.
   int update_group = 0;
   double update_s = 0;
+  int gate_lag = 0;  // SimOptions::gate_lag (AMDP: 2)
 };
 
 struct ScenarioResult {

@@ -48,6 +48,14 @@ struct SimOptions {
   std::function<double(int)> duration;  // required
   CommModel comm;
   MemoryModel memory;
+  // Asynchronous updates (docs/async.md), as on the runtime's grouped
+  // epilogues: update_group > 0 orders each group of that many microbatches'
+  // W/BW on a stage after the previous group's (the stage's update between
+  // them), and gate_lag > 0 holds a forward of group k until its stage's
+  // update of group k - gate_lag (AMDP: 2). The update takes no time here
+  // (Scenario::update_s lengthens a backward instead).
+  int update_group = 0;
+  int gate_lag = 0;
 };
 
 struct SimResult {

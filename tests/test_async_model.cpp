@@ -1,12 +1,15 @@
-// PACI in the simulator (sim/async_model.hpp): no flush means a shorter
-// step and a smaller bubble within 1F1B's in-flight caps, the update's cost
-// lengthens the step, and bad input is refused.
+// PACI and AMDP in the simulator (sim/async_model.hpp): no flush means a
+// shorter step and a smaller bubble within the schedule's in-flight caps,
+// the update's cost lengthens the step, AMDP's gate holds forwards two
+// steps back, and bad input is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "graph/pipeline_spec.hpp"
+#include "hints/gen_amdp.hpp"
 #include "sim/async_model.hpp"
+#include "sim/simulator.hpp"
 
 namespace rrfp {
 
@@ -39,6 +42,53 @@ TEST(AsyncModel, BadInputIsRefused) {
   EXPECT_THROW(simulate_paci(4, 0, 4, sc, 0), SpecError);
   EXPECT_THROW(simulate_paci(4, 4, 0, sc, 0), SpecError);
   EXPECT_THROW(simulate_paci(4, 4, 4, sc, -1), SpecError);
+}
+
+TEST(AsyncModel, AmdpWithoutAFlushShortensTheStep) {
+  for (auto [P, dirs] : {std::pair{4, 2}, {8, 2}, {8, 4}, {16, 4}}) {
+    Scenario sc;
+    sc.cost.var = parse_variability("lognormal:0.3");
+    const AsyncEstimate e = simulate_amdp(P, dirs, 2 * dirs, 8, sc, 0);
+    EXPECT_LT(e.async_step_s, e.sync_step_s) << P << " " << dirs;
+    EXPECT_LT(e.async_bubble, e.sync_bubble) << P << " " << dirs;
+    EXPECT_LE(e.async_peak_inflight, P * dirs / 2) << "the order's cap";
+  }
+  EXPECT_THROW(simulate_amdp(6, 4, 8, 4, Scenario{}, 0), SpecError);
+  EXPECT_THROW(simulate_amdp(4, 2, 3, 4, Scenario{}, 0), SpecError);
+  EXPECT_THROW(simulate_amdp(4, 2, 4, 4, Scenario{}, -1), SpecError);
+}
+
+TEST(AsyncModel, TheGateHoldsForwardsUntilTheUpdateTwoStepsBack) {
+  const int P = 4, G = 4, K = 6;
+  const Hint h = amdp_hint(P, 2, G, K);
+  const TaskGraph& g = *h.graph;
+  for (double sigma : {0.0, 0.6}) {  // sigma 0: unit costs, ties everywhere
+    Scenario sc;
+    sc.cost.var = parse_variability(sigma > 0 ? "lognormal:0.6" : "none");
+    sc.update_group = G;
+    sc.gate_lag = 2;
+    const ScenarioResult r = run_scenario(h, sc);
+    ASSERT_TRUE(r.sim.complete) << r.sim.stuck;
+    for (int id = 0; id < g.size(); ++id) {
+      const Task& t = g.task(id);
+      const int k = t.mb / G;
+      auto last_backward = [&](int group) {
+        double end = 0;
+        for (int m = group * G; m < (group + 1) * G; ++m) end = std::max(end, r.sim.end[g.backward_of(t.stage, m)]);
+        return end;
+      };
+      if (t.kind == Kind::F && k >= 2) {
+        EXPECT_GE(r.sim.start[id], last_backward(k - 2)) << g.label(id);
+      }
+      if (t.kind == Kind::BW && k >= 1) {
+        EXPECT_GE(r.sim.start[id], last_backward(k - 1)) << g.label(id);
+      }
+    }
+    sc.gate_lag = 0;
+    sc.update_group = 0;
+    const ScenarioResult free = run_scenario(h, sc);
+    EXPECT_LE(free.sim.makespan, r.sim.makespan + 1e-12) << "the gate only holds tasks back";
+  }
 }
 
 }  // namespace rrfp
