@@ -15,12 +15,12 @@
 #include "runtime/executor.hpp"
 #include "train/adamw.hpp"
 #include "train/async_window.hpp"
+#include "train/batch_source.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data.hpp"
 #include "train/mm_model.hpp"
 #include "train/mpi_train.hpp"
 #include "train/pipeline.hpp"
-#include "train/seq_lengths.hpp"
 #include "train/reference.hpp"
 #include "train/replay_order.hpp"
 #include "train/run_shape.hpp"
@@ -52,11 +52,7 @@ struct Trainer::Impl {
   // Tensor parallelism: member t of every device trains shards[t]; member
   // pipelines[t] holds its passes' state (train/tp_model.hpp).
   std::vector<std::unique_ptr<GptTpShard>> shards;
-  // Data: text windows (gpt-tiny) or drawn images (mm-tiny); either way the
-  // sampler's state is the data position.
-  std::unique_ptr<Sampler> sampler_text;
-  SeqLenDist lengths;  // gpt-tiny's --seq-len-dist
-  std::unique_ptr<ImageSampler> sampler_img;
+  std::unique_ptr<BatchSource> data;  // training and validation microbatches
   std::vector<std::unique_ptr<Pipeline>> owned_pipes;
   std::vector<Pipeline*> pipes;  // per member; pipes[0] is the leader's
   std::unique_ptr<TpComm> tp_comm;
@@ -73,11 +69,9 @@ struct Trainer::Impl {
   std::vector<double> t_start, t_end;    // per task, seconds since t_run
   std::vector<double> opt_start, opt_end;  // optimizer tasks, for --trace
   Clock::time_point t_run;
-  double tokens = 0;                     // per step
   std::vector<std::int64_t> msg_shape;   // every activation / gradient message
   std::unique_ptr<AsyncWindows> async;   // --async: windows of steps, one graph each
   std::vector<StepRecord> async_done;    // --async: records of the window trained, not yet returned
-  std::vector<Microbatch> val_mbs;       // --eval-every: the held-out microbatches
   double seconds_total = 0, tokens_total = 0;  // trained so far (--target-loss)
 
   static int micro_batch(const TrainOptions& o) {
@@ -109,25 +103,7 @@ struct Trainer::Impl {
     model().partition(P, o.partition);  // "more stages than blocks" before any work
     for (int t = 0; t < TP && TP > 1; ++t)
       shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model()), TP, t));
-    if (mm) {
-      sampler_img = std::make_unique<ImageSampler>(o.seed ^ 0x1a6eULL);
-      if (o.eval_every > 0) {  // images and captions of a seed of their own
-        ImageSampler v(o.seed ^ 0x7a11da7eULL);
-        val_mbs = make_image_microbatches(v.next(o.eval_microbatches * b), o.eval_microbatches, b);
-      }
-    } else {
-      auto text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
-                                                                           : load_text(o.data_path));
-      if (o.eval_every > 0) {  // the last tenth is held out for validation
-        const size_t cut = text->size() * 9 / 10;
-        auto held = std::make_shared<const std::string>(text->substr(cut));
-        text = std::make_shared<const std::string>(text->substr(0, cut));
-        Sampler v(held, o.gpt.seq_len, o.seed ^ 0x7a11da7eULL);
-        val_mbs = make_microbatches(v.next(o.eval_microbatches * b), o.eval_microbatches, b, o.gpt.seq_len);
-      }
-      sampler_text = std::make_unique<Sampler>(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);
-      lengths = parse_seq_len_dist(o.seq_len_dist, o.gpt.seq_len, *text);
-    }
+    data = std::make_unique<BatchSource>(o, M, b);
     // Every message between stages is one [b, positions, d_model] activation
     // or gradient (mm-tiny: the encoder hands over its prefix and the
     // caption, a fixed size), a StarPU data handle of that many floats.
@@ -184,20 +160,12 @@ struct Trainer::Impl {
     t_end.assign(g.size(), 0);
     opt_start.assign(P, -1);
     opt_end.assign(P, -1);
-    tokens = static_cast<double>(M) * b * (mm ? kCaption : o.gpt.seq_len);
     t_run = Clock::now();
   }
 
   const Model& model() const { return *model_ptr; }
   const Model& member_model(int t) const { return TP > 1 ? *shards[t] : model(); }
   Pipeline& pipe() { return *pipes[0]; }
-  SamplerState sampler_state() const { return mm ? sampler_img->state() : sampler_text->state(); }
-  std::vector<Microbatch> next_batch() {
-    if (mm) return make_image_microbatches(sampler_img->next(M * b), M, b);
-    TextBatch batch = draw_text_batch(*sampler_text, lengths, M, b, o.gpt.seq_len, o.seed);
-    tokens = batch.tokens;  // this step's real tokens
-    return std::move(batch.microbatches);
-  }
 
   // Checkpoints hold the full model whatever TP is: members' shards are
   // gathered on save and split on resume (same file as a TP = 1 run).
@@ -238,10 +206,7 @@ struct Trainer::Impl {
       const auto& rng = c.meta.at("sampler").at("rng");
       for (int i = 0; i < 4; ++i) st.rng[i] = rng.at(i).get<std::uint64_t>();
       st.sequences_drawn = c.meta.at("sampler").at("sequences_drawn").get<std::uint64_t>();
-      if (mm)
-        sampler_img->set_state(st);
-      else
-        sampler_text->set_state(st);
+      data->set_state(st);
       res.first_step = c.meta.at("step").get<int>() + 1;
     } catch (const nlohmann::json::exception& e) {
       throw CheckpointError(fmt::format("checkpoint '{}' has an incomplete header: {}", where, e.what()));
@@ -274,7 +239,7 @@ struct Trainer::Impl {
     c.meta["step"] = step;
     c.meta["seed"] = o.seed;
     c.meta["adam_steps"] = opts[0][0].steps();
-    const SamplerState st = sampler_state();
+    const SamplerState st = data->state();
     c.meta["sampler"] = {{"rng", {st.rng[0], st.rng[1], st.rng[2], st.rng[3]}}, {"sequences_drawn", st.sequences_drawn}};
     const auto& full = model().all_params();
     for (size_t i = 0; i < full.size(); ++i)
@@ -417,7 +382,7 @@ struct Trainer::Impl {
     seconds_total += rec.step_s;
     tokens_total += rec.tokens;
     if (o.eval_every <= 0 || rec.step % o.eval_every != 0) return;
-    rec.val_loss = eval_loss(model(), val_mbs);
+    rec.val_loss = eval_loss(model(), data->validation());
     if (o.target_loss > 0 && !res.target.reached && rec.val_loss <= o.target_loss)
       res.target = {o.target_loss, true, rec.step, seconds_total, tokens_total};
   }
@@ -434,8 +399,8 @@ struct Trainer::Impl {
       std::vector<std::vector<Microbatch>> batches;
       std::vector<double> toks;
       for (int k = 0; k < K; ++k) {
-        batches.push_back(next_batch());
-        toks.push_back(tokens);
+        batches.push_back(data->next());
+        toks.push_back(data->tokens());
       }
       ExecOptions eo = exec_options(next);
       eo.task_hook = nullptr;  // the window's graph has its own task ids
@@ -457,7 +422,7 @@ struct Trainer::Impl {
   StepRecord step() {
     if (async) return async_step();
     const int step = next;
-    auto mbs = next_batch();
+    auto mbs = data->next();
     StepRecord rec;
     rec.step = step;
     rec.optimizer_device.assign(P, -1);
@@ -479,9 +444,9 @@ struct Trainer::Impl {
     if (!stepped)
       for (int s = 0; s < P; ++s) optimizer_step(0, s, step, grads[s]);
     rec.step_s = secs(Clock::now() - t0);
-    rec.tokens_per_s = rec.step_s > 0 ? tokens / rec.step_s : 0;
+    rec.tokens_per_s = rec.step_s > 0 ? data->tokens() / rec.step_s : 0;
     for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
-    rec.tokens = tokens;
+    rec.tokens = data->tokens();
     account(rec);
     res.steps.push_back(rec);
     ++next;
