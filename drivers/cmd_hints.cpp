@@ -8,9 +8,11 @@
 #include "drivers/commands.hpp"
 #include "drivers/flags.hpp"
 #include "hints/csv.hpp"
+#include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
 #include "hints/replay.hpp"
 #include "hints/validate.hpp"
+#include "sim/simulator.hpp"
 
 namespace rrfp::cli {
 
@@ -19,6 +21,9 @@ namespace {
 // Same flags as bench, sim and train (drivers/flags.hpp), plus the output format.
 struct HintArgs : HintFlags {
   std::string format = "table";
+  // --async: a window of an asynchronous method (docs/async.md) instead of a zoo hint.
+  std::string async;
+  int accumulate = 4, window = 3, directions = 2;
 };
 
 nlohmann::ordered_json to_json(const Hint& h, const ReplayResult& r) {
@@ -56,7 +61,54 @@ void print_table(const Hint& h, const ReplayResult& r) {
   fmt::print("\n");
 }
 
+// The window's order run strictly in unit time with the method's update
+// rules (the simulator's SimOptions::update_group / gate_lag), which a plain
+// replay of the order would ignore: the steady state without a flush.
+void show_async(const HintArgs& a) {
+  if (a.async != "paci" && a.async != "amdp")
+    throw SpecError(fmt::format("unknown --async '{}' (known: paci, amdp)", a.async));
+  if (a.accumulate < 1 || a.window < 1) throw SpecError("--accumulate and --window must be at least 1");
+  const bool amdp = a.async == "amdp";
+  const int P = a.params.stages;
+  Hint h = amdp ? amdp_hint(P, a.directions, a.accumulate, a.window)
+                : make_hint("1f1b", {P, a.accumulate * a.window, 0, 0, 0});
+  h.name = amdp ? fmt::format("amdp-{}", a.directions) : "paci";
+  if (a.format == "csv") {
+    fmt::print("{}", export_csv(h));
+    return;
+  }
+  SimOptions so;
+  so.mode = Mode::Strict;
+  so.duration = [&h](int id) { return unit_cost(h.graph->task(id).kind); };
+  so.update_group = a.accumulate;
+  so.gate_lag = amdp ? 2 : 0;
+  const SimResult s = simulate(h, so);
+  ReplayResult r;
+  r.complete = s.complete;
+  r.makespan = s.makespan;
+  r.bubble_ratio = s.bubble_ratio;
+  r.start = s.start;
+  r.end = s.end;
+  r.busy = s.busy;
+  r.peak_inflight = s.peak_inflight;
+  r.stuck = s.stuck;
+  if (a.format == "json") {
+    nlohmann::ordered_json j = to_json(h, r);
+    j["async"] = {{"method", a.async}, {"accumulate", a.accumulate}, {"window_steps", a.window}};
+    if (amdp) j["async"]["directions"] = a.directions;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    print_table(h, r);
+    fmt::print("{} steps of {} microbatches, no flush between them; each stage updates after every {} of its "
+               "backwards{}\n",
+               a.window, a.accumulate, a.accumulate,
+               amdp ? ", and a forward of step k waits for its stage's update of step k-2" : "");
+  }
+  if (!r.complete) throw SpecError(fmt::format("'{}' does not complete: {}", h.name, r.stuck));
+}
+
 void show(HintArgs& a) {
+  if (!a.async.empty()) return show_async(a);
   Hint h = a.make();
   if (a.format == "csv") {
     fmt::print("{}", export_csv(h));
@@ -101,11 +153,20 @@ void add_hints_command(CLI::App& app) {
 
   auto sa = std::make_shared<HintArgs>();
   auto* sh = hints->add_subcommand("show", "Order per device, unit-cost timeline, makespan, bubble, peak in-flight");
-  add_hint_flags(sh, *sa);
+  add_hint_flags(sh, *sa, false);
   sh->add_option("--format", sa->format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
-  sh->callback([sa] { show(*sa); });
+  sh->add_option("--async", sa->async,
+                 "instead of --hint: a window of paci or amdp without a flush, with its update rules (docs/async.md)");
+  sh->add_option("--accumulate", sa->accumulate, "--async: microbatches per step (per update)")->capture_default_str();
+  sh->add_option("--window", sa->window, "--async: steps drawn")->capture_default_str();
+  sh->add_option("--directions", sa->directions, "--async amdp: 2 or 4")->capture_default_str();
+  sh->callback([sa, sh] {
+    if (sa->async.empty() && sh->count("--hint") == 0) throw SpecError("--hint is required (or --async METHOD)");
+    if (!sa->async.empty() && sh->count("--hint") > 0) throw SpecError("--async draws its own order: drop --hint");
+    show(*sa);
+  });
 
   auto path = std::make_shared<std::string>();
   auto* va = hints->add_subcommand("validate", "Check a PyTorch CSV schedule: structure and strict executability");

@@ -99,6 +99,35 @@ TEST(CliHints, ValidateReferences) {
   EXPECT_TRUE(has(z, "backward: split"));
 }
 
+// The steady state of an asynchronous window (docs/async.md): the order
+// run with its update rules, no flush between steps.
+TEST(CliHints, ShowAsyncWindows) {
+  CliRun a = run("hints show --async amdp --directions 4 --stages 4 --accumulate 8 --window 3 --format json");
+  ASSERT_EQ(a.code, 0) << a.out;
+  auto j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["hint"], "amdp-4");
+  EXPECT_EQ(j["microbatches"], 24);
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_EQ(j["placements"].size(), 4u);
+  EXPECT_EQ(j["async"]["directions"], 4);
+  CliRun p = run("hints show --async paci --stages 3 --accumulate 2 --window 3");
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_TRUE(has(p, "hint paci: 3 stages")) << p.out;
+  EXPECT_TRUE(has(p, "bubble ratio 0.2500")) << p.out;  // 1F1B of 6 microbatches: one flush per window
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"hints show", "--hint is required"},
+      {"hints show --async amdp --hint 1f1b", "drop --hint"},
+      {"hints show --async pipedream", "unknown --async"},
+      {"hints show --async amdp --stages 3", "divisible by 2"},
+      {"hints show --async paci --window 0", "at least 1"},
+  };
+  for (const auto& [args, expect] : bad) {
+    CliRun r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(has(r, expect)) << args << "\n" << r.out;
+  }
+}
+
 TEST(CliHints, ErrorsExitTwoWithAMessage) {
   struct Case {
     std::string args, expect;
