@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "plot/timeline.hpp"
 #include "train/async_window.hpp"
 #include "tests/train_helpers.hpp"
 #include "train/trainer.hpp"
@@ -112,6 +113,41 @@ TEST(TrainAsync, PeakActivationsStayThoseOf1F1B) {
   for (size_t k = 0; k < ra.steps.size(); ++k)
     for (int st = 0; st < 3; ++st)
       EXPECT_LE(ra.steps[k].peak_activation_per_stage[st], rs.steps[0].peak_activation_per_stage[st]) << "stage " << st;
+}
+
+// RRFP_FAIL_TASK names a pass of a step as in the synchronous graph, and
+// fails the window's run with that name; --trace gets every pass and update.
+TEST(TrainAsync, InjectedFailuresAndTracesNameTheStepsPasses) {
+  for (const char* method : {"paci", "amdp"}) {
+    for (auto [task, step, expect] : {std::tuple{"0F1", 3, "injected failure in task 0F1 at step 3"},
+                                      {"1B2", 2, "injected failure in task 1B2 at step 2"},
+                                      {"opt0", 2, "optimizer step of stage 0 at step 2"}}) {
+      TrainOptions o = paci(2, 4);
+      o.async_mode = method;
+      o.fail_task = task;
+      o.fail_step = step;
+      try {
+        train(o);
+        ADD_FAILURE() << method << " " << task << ": no error";
+      } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << method << ": " << e.what();
+      }
+    }
+    const auto path = std::filesystem::temp_directory_path() / "rrfp_async_trace.json";
+    TrainOptions o = paci(2, 4);
+    o.async_mode = method;
+    o.trace_path = path.string();
+    train(o);
+    const Timeline t = read_chrome_trace(path.string());
+    int passes = 0, updates = 0;
+    for (const Slice& sl : t.slices) {
+      (sl.name.rfind("opt", 0) == 0 ? updates : passes) += 1;
+      EXPECT_LE(sl.start_s, sl.end_s) << sl.name;
+    }
+    EXPECT_EQ(passes, 4 * 2 * 4 * 2) << method << ": steps x stages x microbatches x (F, BW)";
+    EXPECT_EQ(updates, 4 * 2) << method << ": one per stage and step";
+    std::filesystem::remove(path);
+  }
 }
 
 TEST(TrainAsync, BadOptionsAreRefusedByName) {

@@ -68,7 +68,8 @@ AsyncWindows::Shape& AsyncWindows::shape(int K) {
 }
 
 std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vector<Microbatch>> batches,
-                                          const std::vector<double>& tokens, ExecOptions eo, const Update& update) {
+                                          const std::vector<double>& tokens, ExecOptions eo, const Update& update,
+                                          const Hooks& hooks) {
   using Clock = std::chrono::steady_clock;
   const int K = static_cast<int>(batches.size()), MW = K * M_;
   Shape& sh = shape(K);
@@ -89,19 +90,24 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   eo.gate_lag = o_.async_mode == "amdp" ? 2 : 0;
   eo.stage_epilogue = [&](int e) {  // group * P + stage
     const int k = e / P_, s = e % P_;
+    const auto t0 = Clock::now();
     one_intra_op_thread();
     update(s, first_step + k, pipe.stage_grads(s));
     pipe.next_group(s);
     version[s].fetch_add(1);
+    if (hooks.slice) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());
   };
   eo.link_delay_s = link_delays(o_, first_step);
   auto body = [&](int call, const TaskIo& io) {
     const Task& t = g.task(call);
     const size_t at = static_cast<size_t>(t.stage) * MW + t.mb;
+    if (hooks.before) hooks.before(first_step + t.mb / M_, t.kind, t.stage, t.mb % M_);
     (t.kind == Kind::F ? seen_f : seen_b)[at] = version[t.stage].load();
     const auto t0 = Clock::now();
     pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
-    t_s[call] = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto t1 = Clock::now();
+    t_s[call] = std::chrono::duration<double>(t1 - t0).count();
+    if (hooks.slice) hooks.slice(t.device, fmt::format("{}{}{}", t.stage, csv_letter(t.kind), t.mb % M_), t0, t1);
   };
   prepare_session(sh.hint, eo);
   const auto t0 = Clock::now();

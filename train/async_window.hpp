@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -39,13 +40,25 @@ class AsyncWindows {
  public:
   // `update(stage, step, grads)`: the stage's optimizer step for `step`.
   using Update = std::function<void(int stage, int step, const std::vector<torch::Tensor>& grads)>;
+  // Optional, per pass: `before` runs on the worker ahead of the pass and
+  // may throw (RRFP_FAIL_TASK: it fails the run like a throwing pass);
+  // `slice` reports every pass and update once it ran, for --trace. A pass
+  // is named by its step and its microbatch within that step, as in the
+  // synchronous graph ("0F1" of step 3); an update as "opt<stage>".
+  struct Hooks {
+    std::function<void(int step, Kind kind, int stage, int mb)> before;
+    std::function<void(int device, const std::string& name, std::chrono::steady_clock::time_point start,
+                       std::chrono::steady_clock::time_point end)>
+        slice;
+  };
   AsyncWindows(const TrainOptions& o, const Model& model, int stages, std::vector<std::int64_t> msg_shape);
 
   // Trains steps first_step .. first_step + K - 1, K = batches.size(), as
   // one graph; `tokens[k]` is step k's token count. `base`: the run's
   // execution options (policy, slack, worker set-up, hooks). One record per step.
   std::vector<StepRecord> run(int first_step, std::vector<std::vector<Microbatch>> batches,
-                              const std::vector<double>& tokens, ExecOptions base, const Update& update);
+                              const std::vector<double>& tokens, ExecOptions base, const Update& update,
+                              const Hooks& hooks = {});
   const std::string& policy() const { return policy_; }  // as the executor reported it
 
  private:

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -66,6 +67,7 @@ struct Trainer::Impl {
   double predicted_bubble = 0;
   std::vector<int> order;                // replay executor
   Timeline trace;
+  std::mutex trace_mu;                   // --async: slices come from the workers
   std::vector<double> t_start, t_end;    // per task, seconds since t_run
   std::vector<double> opt_start, opt_end;  // optimizer tasks, for --trace
   Clock::time_point t_run;
@@ -404,8 +406,22 @@ struct Trainer::Impl {
       }
       ExecOptions eo = exec_options(next);
       eo.task_hook = nullptr;  // the window's graph has its own task ids
-      auto recs = async->run(next, std::move(batches), toks, eo,
-                             [this](int s, int step, const std::vector<torch::Tensor>& gr) { optimizer_step(0, s, step, gr); });
+      AsyncWindows::Hooks hooks;
+      if (!fault.task.empty())  // RRFP_FAIL_TASK names a pass of a step, as in the synchronous graph
+        hooks.before = [this](int step, Kind k, int s, int m) {
+          const int id = g.find(k, s, m);
+          if (id >= 0 && fault.hits(g, id, step))
+            throw std::runtime_error(
+                fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)", g.label(id), step));
+        };
+      if (!o.trace_path.empty())  // under a lock: passes of several workers end at once
+        hooks.slice = [this](int d, const std::string& name, Clock::time_point t0, Clock::time_point t1) {
+          std::lock_guard<std::mutex> lk(trace_mu);
+          trace.slices.push_back({d, name, secs(t0 - t_run), secs(t1 - t_run)});
+        };
+      auto recs = async->run(
+          next, std::move(batches), toks, eo,
+          [this](int s, int step, const std::vector<torch::Tensor>& gr) { optimizer_step(0, s, step, gr); }, hooks);
       res.policy = async->policy();
       async_done.assign(std::make_move_iterator(recs.rbegin()), std::make_move_iterator(recs.rend()));
     }
