@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <shared_mutex>
 
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
@@ -84,6 +85,12 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // the stage (under AMDP on each device of its mirror group).
   std::vector<std::atomic<int>> version(P_);
   for (auto& v : version) v.store(0);
+  // AMDP: a mirror device may run a forward of stage s while the home
+  // device updates the stage's weights in place. The update takes the
+  // stage exclusively, passes share it, so a pass sees the weights of one
+  // version, never a half-updated set. (PACI: one worker per stage, no
+  // contention.)
+  std::vector<std::shared_mutex> weights_mu(P_);
   std::vector<int> seen_f(static_cast<size_t>(P_) * MW, 0), seen_b(seen_f.size(), 0);
   std::vector<double> t_s(g.size(), 0);
   eo.epilogue_group = M_;
@@ -92,9 +99,12 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const int k = e / P_, s = e % P_;
     const auto t0 = Clock::now();
     one_intra_op_thread();
-    update(s, first_step + k, pipe.stage_grads(s));
-    pipe.next_group(s);
-    version[s].fetch_add(1);
+    {
+      std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
+      update(s, first_step + k, pipe.stage_grads(s));
+      pipe.next_group(s);
+      version[s].fetch_add(1);
+    }
     if (hooks.slice) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());
   };
   eo.link_delay_s = link_delays(o_, first_step);
@@ -102,10 +112,12 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const Task& t = g.task(call);
     const size_t at = static_cast<size_t>(t.stage) * MW + t.mb;
     if (hooks.before) hooks.before(first_step + t.mb / M_, t.kind, t.stage, t.mb % M_);
+    std::shared_lock<std::shared_mutex> lk(weights_mu[t.stage]);
     (t.kind == Kind::F ? seen_f : seen_b)[at] = version[t.stage].load();
     const auto t0 = Clock::now();
     pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
     const auto t1 = Clock::now();
+    lk.unlock();
     t_s[call] = std::chrono::duration<double>(t1 - t0).count();
     if (hooks.slice) hooks.slice(t.device, fmt::format("{}{}{}", t.stage, csv_letter(t.kind), t.mb % M_), t0, t1);
   };
