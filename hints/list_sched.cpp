@@ -1,6 +1,7 @@
 #include "hints/list_sched.hpp"
 
 #include "hints/gen_util.hpp"
+#include "hints/update_rules.hpp"
 
 #include <set>
 #include <utility>
@@ -20,35 +21,13 @@ void list_schedule(Hint& hint, const ListSchedOptions& opt) {
   using Ready = std::set<std::pair<long long, int>>;  // (key, task id)
   std::vector<std::vector<Ready>> ready(D, std::vector<Ready>(3));
   std::vector<int> missing(n), inflight(D, 0);
-  // Grouped updates: per (stage, group) its W/BW not yet done, and the
-  // tasks held until its update (counted as a missing predecessor).
-  const int S = g.spec().stages, M = g.spec().microbatches, G = opt.group;
-  if (G < 0 || opt.gate_lag < 0 || (G > 0 && M % G != 0) || (opt.gate_lag > 0 && G == 0))
-    throw SpecError(fmt::format("list scheduler: groups of {} (gate {}) do not fit {} microbatches", G, opt.gate_lag, M));
-  const int groups = G > 0 ? M / G : 0;
-  std::vector<int> writes_left;  // [s * groups + k]: W/BW not yet done
-  std::vector<std::vector<int>> held(static_cast<size_t>(S) * std::max(groups, 1));  // released by update (s, k)
-  auto writes = [](Kind k) { return k == Kind::W || k == Kind::BW; };
-  if (G > 0) {
-    writes_left.assign(static_cast<size_t>(S) * groups, 0);
-    for (int id = 0; id < n; ++id) {
-      const Task& t = g.task(id);
-      const int k = t.mb / G;
-      if (writes(t.kind)) ++writes_left[t.stage * groups + k];
-      // The update each task waits for: the previous group's (W/BW), or
-      // the one gate_lag groups back (F).
-      const int after = writes(t.kind) ? k - 1 : t.kind == Kind::F && opt.gate_lag > 0 ? k - opt.gate_lag : -1;
-      if (after >= 0) {
-        held[t.stage * groups + after].push_back(id);
-        ++missing[id];
-      }
-    }
-  }
+  // Grouped updates (ListSchedOptions::group, gate_lag): extra predecessors.
+  UpdateHolds holds(g, opt.group, opt.gate_lag);
   auto release = [&](int id) {
     if (--missing[id] == 0) ready[g.task(id).device][kind_class(g.task(id).kind)].insert({key(g.task(id)), id});
   };
   for (int id = 0; id < n; ++id) {
-    missing[id] += g.preds(id).size();
+    missing[id] = g.preds(id).size() + holds.extra(id);
     if (missing[id] == 0) ready[g.task(id).device][kind_class(g.task(id).kind)].insert({key(g.task(id)), id});
   }
   hint.order.assign(D, {});
@@ -76,9 +55,7 @@ void list_schedule(Hint& hint, const ListSchedOptions& opt) {
       --left;
       for (int s : g.succs(id)) release(s);
       // The stage's update of this group: it takes no step of its own.
-      if (G > 0 && writes(t.kind) && --writes_left[t.stage * groups + t.mb / G] == 0) {
-        for (int h : held[t.stage * groups + t.mb / G]) release(h);
-      }
+      for (int h : holds.finished(id)) release(h);
     }
   }
   hint.finalize();

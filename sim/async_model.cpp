@@ -3,46 +3,31 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <utility>
 
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
 
 namespace rrfp {
 
-AsyncEstimate simulate_paci(int stages, int accumulate, int window, Scenario sc, double update_s) {
-  if (stages < 1 || accumulate < 1 || window < 1)
-    throw SpecError(fmt::format("PACI needs stages, --accumulate and --window of at least 1 (got {}, {}, {})", stages,
-                                accumulate, window));
-  if (update_s < 0) throw SpecError("--update-ms must not be negative");
-  sc.update_group = accumulate;
-  sc.update_s = update_s;
-  auto one = [&](int microbatches, double& step_s, double& bubble, int& peak, int per) {
-    const Hint h = make_hint("1f1b", {stages, microbatches, 0, 0, 0});
-    const ScenarioResult r = run_scenario(h, sc);
-    if (!r.sim.complete) throw SpecError(fmt::format("1f1b with {} microbatches: {}", microbatches, r.sim.stuck));
-    step_s = r.sim.makespan / per;
-    bubble = r.sim.bubble_ratio;
-    peak = *std::max_element(r.sim.peak_inflight.begin(), r.sim.peak_inflight.end());
-  };
-  AsyncEstimate e;
-  one(accumulate, e.sync_step_s, e.sync_bubble, e.sync_peak_inflight, 1);
-  one(accumulate * window, e.async_step_s, e.async_bubble, e.async_peak_inflight, window);
-  return e;
-}
+namespace {
 
-AsyncEstimate simulate_amdp(int stages, int directions, int accumulate, int window, Scenario sc, double update_s) {
+// Both methods: `hint(steps)` is the order of that many steps of
+// `accumulate` microbatches; one step (a flush each) against `window`.
+AsyncEstimate estimate(const char* method, int stages, int accumulate, int window, Scenario sc, double update_s,
+                       int gate_lag, const std::function<Hint(int steps)>& hint) {
   if (stages < 1 || accumulate < 1 || window < 1)
-    throw SpecError(fmt::format("AMDP needs stages, --accumulate and --window of at least 1 (got {}, {}, {})", stages,
-                                accumulate, window));
+    throw SpecError(fmt::format("{} needs stages, --accumulate and --window of at least 1 (got {}, {}, {})", method,
+                                stages, accumulate, window));
   if (update_s < 0) throw SpecError("--update-ms must not be negative");
   sc.update_group = accumulate;
   sc.update_s = update_s;
-  sc.gate_lag = 2;
-  auto one = [&](int groups, double& step_s, double& bubble, int& peak) {
-    const Hint h = amdp_hint(stages, directions, accumulate, groups);
-    const ScenarioResult r = run_scenario(h, sc);
-    if (!r.sim.complete) throw SpecError(fmt::format("amdp with {} steps: {}", groups, r.sim.stuck));
-    step_s = r.sim.makespan / groups;
+  sc.gate_lag = gate_lag;
+  auto one = [&](int steps, double& step_s, double& bubble, int& peak) {
+    const ScenarioResult r = run_scenario(hint(steps), sc);
+    if (!r.sim.complete) throw SpecError(fmt::format("{} with {} steps: {}", method, steps, r.sim.stuck));
+    step_s = r.sim.makespan / steps;
     bubble = r.sim.bubble_ratio;
     peak = *std::max_element(r.sim.peak_inflight.begin(), r.sim.peak_inflight.end());
   };
@@ -50,6 +35,18 @@ AsyncEstimate simulate_amdp(int stages, int directions, int accumulate, int wind
   one(1, e.sync_step_s, e.sync_bubble, e.sync_peak_inflight);
   one(window, e.async_step_s, e.async_bubble, e.async_peak_inflight);
   return e;
+}
+
+}  // namespace
+
+AsyncEstimate simulate_paci(int stages, int accumulate, int window, Scenario sc, double update_s) {
+  return estimate("PACI", stages, accumulate, window, std::move(sc), update_s, 0,
+                  [&](int steps) { return make_hint("1f1b", {stages, accumulate * steps, 0, 0, 0}); });
+}
+
+AsyncEstimate simulate_amdp(int stages, int directions, int accumulate, int window, Scenario sc, double update_s) {
+  return estimate("AMDP", stages, accumulate, window, std::move(sc), update_s, 2,
+                  [&](int steps) { return amdp_hint(stages, directions, accumulate, steps); });
 }
 
 }  // namespace rrfp

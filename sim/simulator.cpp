@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "hints/update_rules.hpp"
+
 namespace rrfp {
 
 void CommModel::validate() const {
@@ -37,7 +39,7 @@ ArbiterOptions arbiter_options(const SimOptions& o) {
 class Sim {
  public:
   Sim(const Hint& h, const SimOptions& o)
-      : h_(h), g_(*h.graph), o_(o), arb_(h, arbiter_options(o)) {}
+      : h_(h), g_(*h.graph), o_(o), arb_(h, arbiter_options(o)), holds_(*h.graph, o.update_group, o.gate_lag) {}
 
   SimResult run() {
     if (!o_.duration) throw SpecError("simulator needs a duration function");
@@ -54,9 +56,8 @@ class Sim {
     held_act_.assign(D, 0);
     r_.peak_activation_bytes.assign(D, 0);
     link_free_.assign(static_cast<size_t>(D) * D, 0);
-    hold_for_updates();
     for (int id = 0; id < n; ++id) {
-      missing_[id] += g_.preds(id).size();
+      missing_[id] = g_.preds(id).size() + holds_.extra(id);
       if (missing_[id] == 0) arb_.on_ready(id, 0);
     }
     for (int d = 0; d < D; ++d) dispatch(d, 0);
@@ -135,7 +136,7 @@ class Sim {
     const bool releases = k.kind == Kind::BW || (k.kind == Kind::B && !o_.memory.release_at_w) ||
                           (k.kind == Kind::W && o_.memory.release_at_w);
     if (releases) held_act_[d] -= act_bytes(k.stage);
-    updated_after(task, t);
+    for (int h : holds_.finished(task)) ready_one(h, t);  // its stage's update (SimOptions::update_group)
     double sender_free = t;
     for (int s : g_.succs(task)) {
       int to = g_.task(s).device;
@@ -162,37 +163,6 @@ class Sim {
       idle_[d] = 1;
       touch(d);
     }
-  }
-
-  // SimOptions::update_group / gate_lag: a held task counts its update as
-  // one more missing predecessor (hints/list_sched.cpp does the same).
-  static bool writes(Kind k) { return k == Kind::W || k == Kind::BW; }
-  void hold_for_updates() {
-    const int G = o_.update_group, S = g_.spec().stages, M = g_.spec().microbatches;
-    if (G <= 0 && o_.gate_lag <= 0) return;
-    if (G <= 0 || M % G != 0 || o_.gate_lag < 0)
-      throw SpecError(fmt::format("simulator: update groups of {} (gate {}) do not fit {} microbatches", G,
-                                  o_.gate_lag, M));
-    groups_ = M / G;
-    writes_left_.assign(static_cast<size_t>(S) * groups_, 0);
-    held_.assign(writes_left_.size(), {});
-    for (int id = 0; id < g_.size(); ++id) {
-      const Task& t = g_.task(id);
-      const int k = t.mb / G;
-      if (writes(t.kind)) ++writes_left_[t.stage * groups_ + k];
-      const int after = writes(t.kind) ? k - 1 : t.kind == Kind::F && o_.gate_lag > 0 ? k - o_.gate_lag : -1;
-      if (after >= 0) {
-        held_[t.stage * groups_ + after].push_back(id);
-        ++missing_[id];
-      }
-    }
-  }
-  void updated_after(int task, double t) {
-    const Task& k = g_.task(task);
-    if (groups_ == 0 || !writes(k.kind)) return;
-    const int at = k.stage * groups_ + k.mb / o_.update_group;
-    if (--writes_left_[at] == 0)
-      for (int h : held_[at]) ready_one(h, t);
   }
 
   void release(int d) {
@@ -248,9 +218,7 @@ class Sim {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q_;
   long long seq_ = 0;
   std::vector<int> missing_, touched_;
-  int groups_ = 0;                               // update groups; 0: none
-  std::vector<int> writes_left_;                 // per (stage, group): its W/BW not done
-  std::vector<std::vector<int>> held_;           // per (stage, group): tasks its update releases
+  UpdateHolds holds_;  // SimOptions::update_group / gate_lag
   std::vector<unsigned char> idle_;
   std::vector<double> busy_until_, held_act_, link_free_, wake_pending_;
 };

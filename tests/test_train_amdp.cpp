@@ -87,22 +87,9 @@ TEST(TrainAmdp, RunsAgreeWithinToleranceAndReallyAsynchronous) {
 
 TEST(TrainAmdp, ResumeContinuesFromTheCheckpoint) {
   const auto dir = std::filesystem::temp_directory_path() / "rrfp_amdp_resume";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  TrainOptions full = amdp(2, 2, 6);
-  full.async_window = 1;  // windows of one step drain: this run is deterministic
-  full.checkpoint_dir = (dir / "full").string();
-  full.checkpoint_every = 3;
-  const auto all = losses(train(full));
-  TrainOptions part = full;
-  part.checkpoint_dir = (dir / "part").string();
-  part.steps = 3;
-  train(part);
-  part.steps = 6;
-  part.resume = true;
-  const TrainResult rest = train(part);
-  ASSERT_EQ(rest.first_step, 4);
-  EXPECT_EQ(losses(rest), std::vector<double>(all.begin() + 3, all.end()));
+  TrainOptions o = amdp(2, 2, 6);
+  o.async_window = 1;  // windows of one step drain: this run is deterministic
+  TrainOptions part = testing::expect_resume_continues(o, dir);
   // A checkpoint of another number of directions is not this run's.
   part.directions = 4;
   part.stages = 4;

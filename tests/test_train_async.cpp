@@ -87,21 +87,7 @@ TEST(TrainAsync, ReproducibleUnderAFixedPolicyAndReallyAsynchronous) {
 
 TEST(TrainAsync, ResumeContinuesTheRunExactly) {
   const auto dir = std::filesystem::temp_directory_path() / "rrfp_async_resume";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  TrainOptions full = paci(2, 6);
-  full.checkpoint_dir = (dir / "full").string();
-  full.checkpoint_every = 3;
-  const auto all = losses(train(full));
-  TrainOptions part = full;
-  part.checkpoint_dir = (dir / "part").string();
-  part.steps = 3;
-  train(part);
-  part.steps = 6;
-  part.resume = true;
-  const TrainResult rest = train(part);
-  ASSERT_EQ(rest.first_step, 4);
-  EXPECT_EQ(losses(rest), std::vector<double>(all.begin() + 3, all.end()));
+  testing::expect_resume_continues(paci(2, 6), dir);
   std::filesystem::remove_all(dir);
 }
 

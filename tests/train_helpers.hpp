@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,29 @@ inline std::vector<double> losses(const TrainResult& r) {
   std::vector<double> l;
   for (const auto& s : r.steps) l.push_back(s.loss);
   return l;
+}
+
+// Trains `o` for 6 steps with a checkpoint every 3, then the same run
+// stopped after step 3 and resumed: the resumed steps' losses equal the
+// full run's. Checkpoints go under `dir` (created afresh; the caller
+// removes it). Returns the resumed run's options.
+inline TrainOptions expect_resume_continues(TrainOptions o, const std::filesystem::path& dir) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  o.steps = 6;
+  o.checkpoint_every = 3;
+  o.checkpoint_dir = (dir / "full").string();
+  const auto all = losses(train(o));
+  TrainOptions part = o;
+  part.checkpoint_dir = (dir / "part").string();
+  part.steps = 3;
+  train(part);
+  part.steps = 6;
+  part.resume = true;
+  const TrainResult rest = train(part);
+  EXPECT_EQ(rest.first_step, 4);
+  EXPECT_EQ(losses(rest), std::vector<double>(all.begin() + 3, all.end()));
+  return part;
 }
 
 // Building a Trainer from `o` throws a SpecError whose message contains `what`.
