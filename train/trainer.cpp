@@ -302,9 +302,7 @@ struct Trainer::Impl {
     eo.message_bytes = static_cast<std::size_t>(elems) * sizeof(float);
     if (!fault.task.empty() || o.task_hook)
       eo.task_hook = [this, step](int call) {
-        if (fault.hits(g, call % g.size(), step))
-          throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
-                                               g.label(call % g.size()), step));
+        fault.fail_if_hit(g, call % g.size(), step);
         if (o.task_hook) o.task_hook(call);
       };
     return eo;
@@ -347,9 +345,7 @@ struct Trainer::Impl {
       rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
     } else {
       for (int id : order) {
-        if (fault.hits(g, id, step))
-          throw std::runtime_error(fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)",
-                                               g.label(id), step));
+        fault.fail_if_hit(g, id, step);
         body(id, TaskIo{});
       }
       for (int id : order) rec.busy_s += t_end[id] - t_start[id];
@@ -409,10 +405,7 @@ struct Trainer::Impl {
       AsyncWindows::Hooks hooks;
       if (!fault.task.empty())  // RRFP_FAIL_TASK names a pass of a step, as in the synchronous graph
         hooks.before = [this](int step, Kind k, int s, int m) {
-          const int id = g.find(k, s, m);
-          if (id >= 0 && fault.hits(g, id, step))
-            throw std::runtime_error(
-                fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)", g.label(id), step));
+          if (const int id = g.find(k, s, m); id >= 0) fault.fail_if_hit(g, id, step);
         };
       if (!o.trace_path.empty())  // under a lock: passes of several workers end at once
         hooks.slice = [this](int d, const std::string& name, Clock::time_point t0, Clock::time_point t1) {

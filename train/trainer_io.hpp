@@ -4,6 +4,8 @@
 // the --json report.
 #pragma once
 
+#include <stdexcept>
+
 #include <functional>
 
 #include <torch/torch.h>
@@ -38,6 +40,12 @@ struct Fault {
   int step = -1;
   bool hits(const TaskGraph& g, int id, int step) const {
     return (this->step < 0 || step == this->step) && task_matches(g, id, task);
+  }
+  // Throws the injected failure when task `id` of `g` at `step` is the one named.
+  void fail_if_hit(const TaskGraph& g, int id, int step) const {
+    if (hits(g, id, step))
+      throw std::runtime_error(
+          fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)", g.label(id), step));
   }
   bool hits_optimizer(int stage, int step) const {
     if (task.empty() || (this->step >= 0 && step != this->step)) return false;
