@@ -42,7 +42,7 @@ class StarpuMpiTransport final : public RankTransport {
 
 MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOptions& opt, const MpiOptions& mopt) {
   const TaskGraph& g = *hint.graph;
-  const int n = g.size(), D = hint.devices(), K = mopt.devices_per_rank, T = opt.tensor_parallel, S = g.spec().stages;
+  const int n = g.size(), D = hint.devices(), K = mopt.devices_per_rank, T = opt.tensor_parallel;
   const MpiWorld world = mpi_world();
   const int me = world.rank, R = world.size;
   if (K < 1) throw SpecError("--devices-per-rank must be at least 1");
@@ -161,10 +161,12 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
     for (auto [p, id] : by_slot[slot]) res.member_order.back().push_back(id);
   }
   if (opt.stage_epilogue) {  // this rank's stages only (global worker ids, as for tasks)
-    res.epilogue_worker.assign(S * T, -1);
-    res.epilogue_start_s.assign(S * T, -1);
-    res.epilogue_end_s.assign(S * T, -1);
-    for (int i = 0; i < S * T; ++i) {
+    // S * T epilogues, or one per group and stage (ExecOptions::epilogue_group).
+    const int E = static_cast<int>(run.epi_worker.size());
+    res.epilogue_worker.assign(E, -1);
+    res.epilogue_start_s.assign(E, -1);
+    res.epilogue_end_s.assign(E, -1);
+    for (int i = 0; i < E; ++i) {
       const int w = run.epi_worker[i];
       if (w < 0) continue;
       const int li = w < static_cast<int>(local_of_worker.size()) ? local_of_worker[w] : -1;

@@ -40,6 +40,8 @@ MpiWorld mpi_world() {
 
 void mpi_broadcast(void* data, int bytes, int root) { MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD); }
 
+void mpi_max_in_place(double* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); }
+
 MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling) {
   mpi_world();
   start_starpu(

@@ -22,6 +22,10 @@ MpiWorld mpi_world();
 // outside a run (StarPU-MPI closed), like every MPI call of ours.
 void mpi_broadcast(void* data, int bytes, int root);
 
+// MPI_Allreduce(MPI_MAX) of `n` doubles in place, over MPI_COMM_WORLD:
+// merges per-stage records that only the stage's own rank filled in.
+void mpi_max_in_place(double* data, int n);
+
 // One StarPU-MPI instance: `ncpus` CPU workers on this rank, our policy
 // or a built-in, MPI_COMM_WORLD. Throws SpecError like StarpuSession.
 class MpiStarpuSession {

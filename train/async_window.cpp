@@ -33,7 +33,9 @@ void check_async_options(const TrainOptions& o) {
   if (o.split == 1) throw SpecError(fmt::format("{} runs the fused backward (--split 0), as the paper does", what));
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
-  if (o.multi_rank) throw SpecError("--async under mpirun is not supported yet (docs/async.md)");
+  if (o.multi_rank && amdp)
+    throw SpecError("--async amdp under mpirun is not supported yet: a stage's mirror copies would live on several "
+                    "ranks and need their gradients reduced between them (docs/async.md); --async paci runs there");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
   if (amdp) {
@@ -76,6 +78,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   Shape& sh = shape(K);
   const TaskGraph& g = *sh.hint.graph;
   Pipeline& pipe = *sh.pipe;
+  const bool distributed = static_cast<bool>(exec_);
   std::vector<Microbatch> mbs;
   for (auto& b : batches)
     for (auto& m : b) mbs.push_back(std::move(m));
@@ -105,9 +108,10 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       pipe.next_group(s);
       version[s].fetch_add(1);
     }
-    if (hooks.slice) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());
+    if (hooks.slice && !distributed) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());
   };
   eo.link_delay_s = link_delays(o_, first_step);
+  auto label = [&](const Task& t) { return fmt::format("{}{}{}", t.stage, csv_letter(t.kind), t.mb % M_); };
   auto body = [&](int call, const TaskIo& io) {
     const Task& t = g.task(call);
     const size_t at = static_cast<size_t>(t.stage) * MW + t.mb;
@@ -119,13 +123,20 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const auto t1 = Clock::now();
     lk.unlock();
     t_s[call] = std::chrono::duration<double>(t1 - t0).count();
-    if (hooks.slice) hooks.slice(t.device, fmt::format("{}{}{}", t.stage, csv_letter(t.kind), t.mb % M_), t0, t1);
+    if (hooks.slice && !distributed) hooks.slice(t.device, label(t), t0, t1);
   };
-  prepare_session(sh.hint, eo);
+  if (!distributed) prepare_session(sh.hint, eo);  // under mpirun each window opens StarPU-MPI
   const auto t0 = Clock::now();
-  const ExecResult r = execute(sh.hint, body, eo);
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const ExecResult r = distributed ? exec_(sh.hint, body, eo) : execute(sh.hint, body, eo);
+  const auto t_end = Clock::now();
+  const double wall = std::chrono::duration<double>(t_end - t0).count();
   policy_ = r.policy;
+  if (distributed && hooks.slice) {  // every rank's passes, on the common origin
+    const auto origin = t_end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.wall_s));
+    auto at = [&](double x) { return origin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(x)); };
+    for (int id = 0; id < g.size(); ++id)
+      if (r.start_s[id] >= 0) hooks.slice(g.task(id).device, label(g.task(id)), at(r.start_s[id]), at(r.end_s[id]));
+  }
 
   double busy = 0;
   for (double x : r.busy_s) busy += x;
@@ -140,7 +151,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     rec.busy_s = busy / K;
     rec.bubble_ratio = r.makespan_s > 0 ? 1.0 - busy / (r.devices * r.makespan_s) : 0.0;
     rec.peak_activation_per_stage = pipe.peak_activation_bytes();
-    rec.peak_activation_per_device = pipe.peak_activation_per_device();
+    if (!distributed) rec.peak_activation_per_device = pipe.peak_activation_per_device();  // as synchronous MPI runs
     rec.optimizer_device.assign(P_, -1);
     for (int s = 0; s < P_; ++s) {
       int mx = 0;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hints/hint.hpp"
+#include "mpi/mpi_executor.hpp"
 #include "runtime/executor.hpp"
 #include "train/model.hpp"
 #include "train/pipeline.hpp"
@@ -61,6 +62,14 @@ class AsyncWindows {
                               const Hooks& hooks = {});
   const std::string& policy() const { return policy_; }  // as the executor reported it
 
+  // Under mpirun: every rank runs each window with `e` (mpi_executor), each
+  // its own stages' passes and updates. The `slice` hook then reports every
+  // rank's passes after the run, from the merged records (the updates are
+  // each rank's own: left out, as in the synchronous trace). The records
+  // run() returns hold this rank's drift, peaks and losses: the caller
+  // merges them (Trainer: the last stage's rank has the losses).
+  void set_executor(Executor e) { exec_ = std::move(e); }
+
  private:
   struct Shape {
     Hint hint;
@@ -73,6 +82,7 @@ class AsyncWindows {
   std::vector<std::int64_t> msg_shape_;
   std::map<int, Shape> shapes_;  // per window length
   std::string policy_;
+  Executor exec_;  // set under mpirun; else execute()
 };
 
 }  // namespace rrfp::train

@@ -35,7 +35,6 @@ void check_options(const TrainOptions& o) {
   if (o.eval_microbatches < 1) throw SpecError("--eval-microbatches must be at least 1");
   if (o.target_loss < 0) throw SpecError("--target-loss must be positive");
   if (o.target_loss > 0 && o.eval_every == 0) throw SpecError("--target-loss needs --eval-every K (steps between evaluations)");
-  if (o.eval_every > 0 && o.multi_rank) throw SpecError("--eval-every under mpirun is not supported yet");
   if (o.eval_every > 0 && o.tensor_parallel > 1) throw SpecError("--eval-every with --tensor-parallel is not supported yet");
   if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
   if (!(o.lr > 0)) throw SpecError("--lr must be positive");

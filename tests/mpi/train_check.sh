@@ -2,20 +2,22 @@
 # `mpirun -np R rrfp train --deterministic` gives the same losses, bit for
 # bit, as the same configuration in one process.
 # MPI_ARGS, when given, go to the multi-rank run only (e.g. link delays
-# that reorder the messages: the losses must not change).
-# Usage: train_check.sh MPIRUN RRFP RANKS STAGES HINT POLICY [STEPS] [TENSOR_PARALLEL] [MODEL] [MPI_ARGS]
+# that reorder the messages: the losses must not change); ARGS go to both
+# (e.g. --eval-every: the validation losses must be equal too).
+# Usage: train_check.sh MPIRUN RRFP RANKS STAGES HINT POLICY [STEPS] [TENSOR_PARALLEL] [MODEL] [MPI_ARGS] [ARGS]
 mpirun=$1 rrfp=$2 np=$3 stages=$4 hint=$5 policy=$6 steps=${7:-10} tp=${8:-1} model=${9:-gpt-tiny} mpi_args=${10:-}
+both_args=${11:-}
 dir=$(mktemp -d)
 k=$((stages * tp / np))
-args="train --quiet --stages $stages --hint $hint --steps $steps --microbatches 4 --deterministic --tensor-parallel $tp --model $model"
+args="train --quiet --stages $stages --hint $hint --steps $steps --microbatches 4 --deterministic --tensor-parallel $tp --model $model $both_args"
 STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
 "$mpirun" --oversubscribe -np "$np" -x STARPU_SCHED="$policy" "$rrfp" $args $mpi_args --devices-per-rank "$k" \
   --json "$dir/mpi.json" || exit 1
 python3 - "$dir" <<'PY' || exit 1
 import json, sys
 d = sys.argv[1]
-one = [s["loss"] for s in json.load(open(f"{d}/one.json"))["steps"]]
-mpi = [s["loss"] for s in json.load(open(f"{d}/mpi.json"))["steps"]]
+loss = lambda f: [(s["loss"], s.get("val_loss")) for s in json.load(open(f"{d}/{f}"))["steps"]]
+one, mpi = loss("one.json"), loss("mpi.json")
 print("one process:", one)
 print("multi-rank: ", mpi)
 assert len(one) == len(mpi) and one == mpi, "losses differ"

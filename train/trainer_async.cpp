@@ -1,0 +1,69 @@
+// --async training: windows of steps, one graph each (train/async_window.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "mpi/mpi_session.hpp"
+#include "train/trainer_impl.hpp"
+
+namespace rrfp::train {
+
+void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
+  for (StepRecord& r : recs) {
+    mpi_broadcast(&r.loss, sizeof r.loss, plan.loss_rank);
+    std::vector<double> v;
+    for (int x : r.drift_max) v.push_back(x);
+    v.insert(v.end(), r.drift_mean.begin(), r.drift_mean.end());
+    for (auto x : r.peak_activation_per_stage) v.push_back(static_cast<double>(x));
+    mpi_max_in_place(v.data(), static_cast<int>(v.size()));
+    for (int s = 0; s < P; ++s) {
+      r.drift_max[s] = static_cast<int>(v[s]);
+      r.drift_mean[s] = v[P + s];
+      r.peak_activation_per_stage[s] = static_cast<std::int64_t>(v[2 * P + s]);
+    }
+  }
+}
+
+StepRecord Trainer::Impl::async_step() {
+  if (async_done.empty()) {
+    int K = std::min(o.async_window, o.steps - next + 1);
+    if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0)
+      K = std::min(K, o.checkpoint_every - (next - 1) % o.checkpoint_every);
+    if (o.eval_every > 0) K = std::min(K, o.eval_every - (next - 1) % o.eval_every);  // evaluate drained weights
+    std::vector<std::vector<Microbatch>> batches;
+    std::vector<double> toks;
+    for (int k = 0; k < K; ++k) {
+      batches.push_back(data->next());
+      toks.push_back(data->tokens());
+    }
+    ExecOptions eo = exec_options(next);
+    eo.task_hook = nullptr;  // the window's graph has its own task ids
+    AsyncWindows::Hooks hooks;
+    if (!fault.task.empty())  // RRFP_FAIL_TASK names a pass of a step, as in the synchronous graph
+      hooks.before = [this](int step, Kind k, int s, int m) {
+        if (const int id = g.find(k, s, m); id >= 0) fault.fail_if_hit(g, id, step);
+      };
+    if (!o.trace_path.empty())  // under a lock: passes of several workers end at once
+      hooks.slice = [this](int d, const std::string& name, Clock::time_point t0, Clock::time_point t1) {
+        std::lock_guard<std::mutex> lk(trace_mu);
+        trace.slices.push_back({d, name, secs(t0 - t_run), secs(t1 - t_run)});
+      };
+    auto recs = async->run(
+        next, std::move(batches), toks, eo,
+        [this](int s, int step, const std::vector<torch::Tensor>& gr) { optimizer_step(0, s, step, gr); }, hooks);
+    res.policy = async->policy();
+    if (mpi) merge_rank_records(recs);
+    async_done.assign(std::make_move_iterator(recs.rbegin()), std::make_move_iterator(recs.rend()));
+  }
+  StepRecord rec = std::move(async_done.back());
+  async_done.pop_back();
+  for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);
+  account(rec);
+  res.steps.push_back(rec);
+  ++next;
+  if (checkpoint_due(rec.step)) save(rec.step);
+  return rec;
+}
+
+}  // namespace rrfp::train
