@@ -1,6 +1,7 @@
 // rrfp bench: a hint's task graph on real StarPU workers with synthetic,
 // seeded task costs; the policy comes from STARPU_SCHED (default rrfp-wait).
 #include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,9 @@
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
 #include "runtime/session.hpp"
+#ifdef RRFP_HAVE_CUDA
+#include "gpu/synthetic_pass.hpp"
+#endif
 
 namespace rrfp::cli {
 
@@ -25,6 +29,7 @@ struct BenchArgs {
   int tensor_parallel = 1;
   int slack = -1, iterations = 1;
   int devices_per_rank = 1;  // under mpirun/srun (docs/mpi.md)
+  bool cuda = false;         // devices are CUDA workers (docs/gpu.md)
   double message_mb = 4.0 / 1024;  // every activation and gradient handle: 4 KiB
 };
 
@@ -32,7 +37,7 @@ void run(const BenchArgs& a) {
   const bool mpi = launched_under_mpi();  // devices spread over ranks: see docs/mpi.md
   if (a.tensor_parallel < 1) throw SpecError("--tensor-parallel must be at least 1");
   Hint hint = a.hint.make();  // the generators and the CSV import check the dimensions
-  if (!mpi && hint.devices() * a.tensor_parallel > max_cpu_workers())
+  if (!mpi && !a.cuda && hint.devices() * a.tensor_parallel > max_cpu_workers())
     throw SpecError(fmt::format("{} devices x --tensor-parallel {}: one StarPU CPU worker per device and at most {} here",
                                 hint.devices(), a.tensor_parallel, max_cpu_workers()));
   if (!a.collective_log.empty() && a.tensor_parallel < 2)
@@ -63,6 +68,21 @@ void run(const BenchArgs& a) {
       cfg.comm = comm;
     }
     cfg.executor = mpi_executor(mo);
+  }
+#ifdef RRFP_HAVE_CUDA
+  std::unique_ptr<gpu::SyntheticPasses> passes;
+#endif
+  if (a.cuda) {
+#ifndef RRFP_HAVE_CUDA
+    throw SpecError("--cuda: this rrfp was built without CUDA (configure with -DRRFP_CUDA=ON, docs/gpu.md)");
+#else
+    if (mpi) throw SpecError("--cuda under mpirun is not supported yet: ranks run CPU workers (docs/gpu.md)");
+    if (a.tensor_parallel > 1) throw SpecError("--cuda does not support --tensor-parallel yet");
+    cfg.exec.cuda = true;
+    prepare_session(hint, cfg.exec);  // StarPU before any CUDA call: its bus calibration may reset the GPU
+    passes = std::make_unique<gpu::SyntheticPasses>(hint.graph->size());
+    cfg.device_passes = passes->hooks();
+#endif
   }
   BenchReport r = run_bench(hint, cfg);
   if (mpi && mpi_world().rank != 0) return;  // every rank has the merged run; rank 0 reports
@@ -114,6 +134,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--collective-log", a->collective_log,
                   "with --tensor-parallel: write every member's collective order, per iteration, as JSON");
+  cmd->add_flag("--cuda", a->cuda,
+                "devices are CUDA workers: each pass a kernel on its worker's stream (CUDA builds; docs/gpu.md)");
   cmd->add_option("--json", a->json, "write the result as JSON");
   cmd->add_option("--trace", a->trace, "write a Chrome/Perfetto trace from StarPU profiling info");
   cmd->callback([a] { run(*a); });

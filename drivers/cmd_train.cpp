@@ -23,7 +23,10 @@ void add_train_command(CLI::App& app) {
   auto* c = app.add_subcommand("train", "Train a model (gpt-tiny, mm-tiny) with pipeline parallelism on StarPU");
   // A repeated option takes its last value, so scripts/main.sh ARGS can override its defaults.
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  c->add_option("--model", o->model, "model: gpt-tiny or mm-tiny")->capture_default_str();
+  c->add_option("--model", o->model, "model: gpt-tiny, gpt-small (a GPU-sized GPT: docs/gpu.md) or mm-tiny")
+      ->capture_default_str();
+  c->add_flag("--cuda", o->cuda,
+              "the model on a GPU: every device a CUDA worker, each pass on its stream (CUDA builds; docs/gpu.md)");
   auto* stages = c->add_option("--stages", o->stages, "pipeline devices (StarPU CPU workers); a CSV hint's own by default")
                      ->capture_default_str();
   auto* microbatches =
@@ -100,6 +103,15 @@ void add_train_command(CLI::App& app) {
     if (accumulate->count() > 0 && o->async_mode.empty()) throw SpecError("--accumulate needs --async");
     if (accumulate->count() > 0 && microbatches->count() > 0)
       throw SpecError("--accumulate sets the microbatches per step: drop --microbatches");
+    if (o->model == "gpt-small") {  // its sizes, unless given
+      const train::GptConfig small = train::gpt_small_config();
+      if (c->count("--d-model") == 0) o->gpt.d_model = small.d_model;
+      if (c->count("--heads") == 0) o->gpt.heads = small.heads;
+      if (c->count("--layers") == 0) o->gpt.layers = small.layers;
+      if (c->count("--seq-len") == 0) o->gpt.seq_len = small.seq_len;
+      if (c->count("--micro-batch-size") == 0) o->micro_batch_size = train::kGptSmallMicroBatchSize;
+      if (microbatches->count() == 0 && accumulate->count() == 0) o->microbatches = train::kGptSmallMicrobatches;
+    }
     if (!widths->empty()) o->gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
     if (!partition->empty()) o->partition = train::parse_int_list(*partition, "--partition");
     if (!o->plan_path.empty())

@@ -46,6 +46,7 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   const MpiWorld world = mpi_world();
   const int me = world.rank, R = world.size;
   if (K < 1) throw SpecError("--devices-per-rank must be at least 1");
+  if (opt.cuda) throw SpecError("--cuda under mpirun is not supported yet: ranks run CPU workers (docs/gpu.md)");
   if (K > max_cpu_workers())
     throw SpecError(fmt::format("--devices-per-rank {} exceeds the {} CPU workers this StarPU allows", K, max_cpu_workers()));
   std::vector<unsigned char> local(D, 0);  // devices whose leader this rank runs

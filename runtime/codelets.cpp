@@ -27,12 +27,22 @@ starpu_perfmodel make_model(const char* symbol, uint32_t (*fp)(starpu_task*)) {
   return m;
 }
 
-starpu_codelet make_codelet(const char* name, void (*fn)(void**, void*), starpu_perfmodel* model) {
+// gpu_async: on a CUDA worker the task ends when the work the function
+// enqueued on the worker's stream is done (passes, epilogues); else when
+// the function returns (the emulated wire's tasks).
+starpu_codelet make_codelet(const char* name, void (*fn)(void**, void*), starpu_perfmodel* model, bool gpu_async = true) {
   starpu_codelet cl;
   starpu_codelet_init(&cl);
   cl.where = STARPU_CPU;
   cl.cpu_funcs[0] = fn;
   cl.cpu_funcs_name[0] = name;
+#ifdef STARPU_USE_CUDA
+  cl.where |= STARPU_CUDA;
+  cl.cuda_funcs[0] = fn;
+  cl.cuda_flags[0] = gpu_async ? STARPU_CUDA_ASYNC : 0;
+#else
+  (void)gpu_async;
+#endif
   cl.nbuffers = STARPU_VARIABLE_NBUFFERS;
   cl.name = name;
   cl.model = model;
@@ -49,10 +59,10 @@ struct Codelets {
                             make_codelet("rrfp_BW", graph_task_body, &model[3])};
   // The link only holds its data for the wire's delay: no model (StarPU
   // treats it as free).
-  starpu_codelet link = make_codelet("rrfp_link", link_task_body, nullptr);
+  starpu_codelet link = make_codelet("rrfp_link", link_task_body, nullptr, false);
   starpu_codelet epilogue = make_codelet("rrfp_epilogue", epilogue_task_body, &epi_model);
   starpu_codelet release = [] {
-    starpu_codelet c = make_codelet("rrfp_link_release", release_task_body, nullptr);
+    starpu_codelet c = make_codelet("rrfp_link_release", release_task_body, nullptr, false);
     c.nbuffers = 0;
     return c;
   }();

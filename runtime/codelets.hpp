@@ -24,13 +24,21 @@ struct TaskArg : rrfp_graph_task {
   int stage = 0;
   int in_buf = -1, out_buf = -1;  // buffer index of the message read / written
   std::size_t message_bytes = 0;
+  bool ends_on_gpu = false;  // ran on a CUDA worker: pass_ended records its end
 };
 
-// The CPU functions, defined by the submitter (runtime/graph_run.cpp).
+// The codelets' functions, defined by the submitter (runtime/graph_run.cpp):
+// the same function serves CPU and CUDA workers (on a CUDA worker the body
+// gets device pointers and the worker's stream, runtime/executor.hpp).
 void graph_task_body(void** buffers, void* cl_arg);
 void link_task_body(void** buffers, void* cl_arg);
 void epilogue_task_body(void** buffers, void* cl_arg);
 void release_task_body(void** buffers, void* cl_arg);
+// Epilogue callbacks of passes and epilogue tasks: on a CUDA worker the
+// task ends when its GPU work does (STARPU_CUDA_ASYNC), and these record it
+// then, before StarPU releases the tasks that depend on it.
+void pass_ended(void* cl_arg);
+void epilogue_ended(void* epilogue_arg);
 
 starpu_codelet* pass_codelet(Kind k);
 starpu_codelet* link_codelet();

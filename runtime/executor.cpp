@@ -15,8 +15,17 @@ namespace rrfp {
 
 void prepare_session(const Hint& hint, const ExecOptions& opt) {
   const int slots = hint.devices() * opt.tensor_parallel;
-  if (slots <= max_cpu_workers())
-    StarpuSession::reuse(resolve_policy(opt.policy), slots, opt.profile).init_workers_once(opt.worker_init);
+  if (opt.cuda || slots <= max_cpu_workers())
+    StarpuSession::reuse(resolve_policy(opt.policy), slots, opt.profile, opt.cuda).init_workers_once(opt.worker_init);
+}
+
+std::vector<int> cuda_devices_of(const Hint& hint, const ExecOptions& opt) {
+  if (!opt.cuda) throw SpecError("cuda_devices_of needs ExecOptions::cuda");
+  const int slots = hint.devices() * opt.tensor_parallel;
+  StarpuSession& s = StarpuSession::reuse(resolve_policy(opt.policy), slots, opt.profile, true);
+  std::vector<int> out;
+  for (int d = 0; d < hint.devices(); ++d) out.push_back(starpu_worker_get_devid(s.worker_of_device(d * opt.tensor_parallel)));
+  return out;
 }
 
 ExecResult execute(const Hint& hint, const std::function<void(int)>& body, const ExecOptions& opt) {
@@ -29,11 +38,11 @@ ExecResult execute(const Hint& hint, const TaskBody& body, const ExecOptions& op
   const int n = g.size(), D = hint.devices(), T = opt.tensor_parallel;
   RunPlan plan = plan_run(hint, opt);
   const PolicyChoice& choice = plan.choice;
-  if (D * T > max_cpu_workers())
+  if (!opt.cuda && D * T > max_cpu_workers())
     throw SpecError(fmt::format("the hint needs {} devices{} but StarPU here has at most {} CPU workers", D * T,
                                 T > 1 ? fmt::format(" ({} x {} tensor-parallel)", D, T) : "", max_cpu_workers()));
 
-  StarpuSession& session = StarpuSession::reuse(choice, D * T, opt.profile);
+  StarpuSession& session = StarpuSession::reuse(choice, D * T, opt.profile, opt.cuda);
   session.init_workers_once(opt.worker_init);
   ExecResult res;
   res.policy = choice.name;

@@ -32,12 +32,25 @@ struct TaskIo {
   const void* in = nullptr;
   void* out = nullptr;
   std::size_t bytes = 0;
+  // On a CUDA worker (ExecOptions::cuda): `in` and `out` are device
+  // pointers on GPU `cuda_device`, and the body enqueues its work on
+  // `stream` (the worker's StarPU stream, a cudaStream_t) and returns; the
+  // task ends when that work is done (STARPU_CUDA_ASYNC). On a CPU worker:
+  // -1 and null.
+  int cuda_device = -1;
+  void* stream = nullptr;
 };
 // The body of every graph task, called with member * tasks + task id.
 using TaskBody = std::function<void(int call, const TaskIo& io)>;
 
 struct ExecOptions {
   std::string policy;             // "" = STARPU_SCHED, unset = rrfp-wait (sched/policy_registry.hpp)
+  // Every device is a CUDA worker instead of a CPU worker (docs/gpu.md):
+  // the GPUs StarPU finds take the devices in contiguous blocks of
+  // ceil(devices / GPUs), each device a worker with its own stream
+  // (STARPU_NWORKER_PER_CUDA); the body gets device pointers and the
+  // stream in its TaskIo. Throws SpecError where no GPU is usable.
+  bool cuda = false;
   int inflight_slack = 0;         // added to the hint's in-flight peak (rrfp: RRFP_INFLIGHT_SLACK)
   std::vector<int> inflight_cap;  // per device; empty = hint peak + slack
   double wait_ratio = kDefaultWaitRatio;  // rrfp-wait (ArbiterOptions::wait_ratio)
@@ -131,5 +144,14 @@ ExecResult execute(const Hint& hint, const std::function<void(int task)>& body, 
 // Opens (or keeps) the StarPU session that execute(hint, ..., opt) will use,
 // so that a caller timing its runs can leave StarPU's start-up out.
 void prepare_session(const Hint& hint, const ExecOptions& opt = {});
+
+// ExecOptions::cuda: opens (or keeps) the session and returns the GPU (its
+// CUDA device index) of each device's worker.
+std::vector<int> cuda_devices_of(const Hint& hint, const ExecOptions& opt);
+
+// Inside a task body or epilogue: the CUDA stream (a cudaStream_t) of the
+// CUDA worker running it, and its GPU; null and -1 on a CPU worker.
+void* worker_cuda_stream();
+int worker_cuda_device();
 
 }  // namespace rrfp

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <starpu.h>
 
@@ -21,14 +22,21 @@ int max_cpu_workers();
 // resolved it already); checks that StarPU started that many workers
 // (else `stop`s it) and turns profiling on if asked. `who` names the
 // request in errors ("devices", "devices per rank"). Throws SpecError.
+// cuda: no CPU workers and every GPU StarPU finds (the caller maps the
+// `ncpus` devices onto the CUDA workers and checks their count).
 void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const char* who,
-                  const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop);
+                  const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop,
+                  bool cuda = false);
 
 class StarpuSession {
  public:
   // `ncpus` CPU workers, no accelerators. Throws SpecError when StarPU
   // cannot start that many workers or a session is already open.
-  StarpuSession(const PolicyChoice& policy, int ncpus, bool profiling);
+  // cuda (ExecOptions::cuda): `ncpus` devices as CUDA workers instead, in
+  // contiguous blocks of ceil(devices / GPUs) per GPU, each a worker with
+  // its own stream; StarPU is restarted with STARPU_NWORKER_PER_CUDA raised
+  // when a GPU has fewer workers than its block (unless the user set it).
+  StarpuSession(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda = false);
   ~StarpuSession();
   StarpuSession(const StarpuSession&) = delete;
   StarpuSession& operator=(const StarpuSession&) = delete;
@@ -38,7 +46,7 @@ class StarpuSession {
   // policy, the worker count and profiling stay the same. A different
   // request (or close_reused()) shuts the kept one down first; so does
   // constructing a StarpuSession directly. Closed at exit.
-  static StarpuSession& reuse(const PolicyChoice& policy, int ncpus, bool profiling);
+  static StarpuSession& reuse(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda = false);
   static void close_reused();
   // A run left tasks stuck in StarPU: the kept session is given up without
   // shutting StarPU down (that would wait for them forever); no new session
@@ -46,18 +54,23 @@ class StarpuSession {
   static void abandon();
 
   const PolicyChoice& policy() const { return policy_; }
-  // Runs `init` once on every CPU worker of this session, the first time it
+  // Runs `init` once on every worker of this session, the first time it
   // is called (later calls do nothing): thread-local set-up (a BLAS's
   // buffers, an allocator's caches, thread counts) that would otherwise land
   // in the first task each worker runs.
   void init_workers_once(const std::function<void()>& init);
-  // StarPU worker id of the CPU worker that plays device d.
+  // StarPU worker id of the worker (CPU, or CUDA) that plays device d.
   int worker_of_device(int d) const;
+  bool cuda() const { return cuda_; }
 
  private:
+  void start_cuda();
+
   PolicyChoice policy_;
   int ncpus_;
   bool profiling_;
+  bool cuda_;
+  std::vector<int> cuda_workers_;  // per device
   bool workers_initialised_ = false;
 };
 

@@ -25,6 +25,15 @@ void GptConfig::validate() const {
                                   i, mlp_widths[i]));
 }
 
+GptConfig gpt_small_config() {
+  GptConfig c;
+  c.d_model = 512;
+  c.heads = 8;
+  c.layers = 8;
+  c.seq_len = 256;
+  return c;
+}
+
 bool GptConfig::uniform_mlp() const {
   for (int w : mlp_widths)
     if (w != 4 * d_model) return false;

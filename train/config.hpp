@@ -28,6 +28,14 @@ struct GptConfig {
   }
 };
 
+// gpt-small (rrfp train --model gpt-small, docs/gpu.md): gpt-tiny's code at
+// a size that keeps one H200 busy for tens of milliseconds a step in fp32:
+// d_model 512, 8 heads, 8 blocks, 256 positions, 8 microbatches of 8
+// sequences (about 25 M parameters, 2.5 TFLOP a step).
+GptConfig gpt_small_config();
+inline constexpr int kGptSmallMicroBatchSize = 8;
+inline constexpr int kGptSmallMicrobatches = 8;
+
 // "W1,W2,...": one MLP width per block. Throws SpecError naming the flag.
 std::vector<int> parse_int_list(const std::string& s, const char* flag);
 

@@ -27,6 +27,9 @@ class MmModel : public Model {
   torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                               const Microbatch& mb) const override;
 
+ protected:
+  void buffers_to(const torch::Device& device) override { causal_mask_ = causal_mask_.to(device); }
+
  private:
   torch::Tensor encode(const Microbatch& mb) const;  // -> [b, kPrefix + kCaption, d]
   GptConfig cfg_;

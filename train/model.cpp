@@ -102,6 +102,12 @@ torch::Tensor Model::loss(const torch::Tensor& logits, const torch::Tensor& targ
       torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-1));
 }
 
+void Model::to(const torch::Device& device) {
+  torch::NoGradGuard g;
+  for (const NamedParam& p : all_params()) p.t.set_data(p.t.to(device));
+  buffers_to(device);
+}
+
 GptModel::GptModel(const GptConfig& cfg, std::uint64_t seed) : cfg_(cfg) {
   cfg_.validate();
   ParamFactory f(seed);

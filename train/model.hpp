@@ -50,6 +50,14 @@ class Model {
                                       const Microbatch& mb) const = 0;
   // Mean cross-entropy over positions with a target >= 0.
   static torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets);
+  // Moves every parameter to `device` in place (the same tensors, so the
+  // stages and optimizers holding them follow) and the model's own buffers
+  // (masks) with them: rrfp train --cuda (docs/gpu.md).
+  void to(const torch::Device& device);
+  torch::Device device() const { return all_params().front().t.device(); }
+
+ protected:
+  virtual void buffers_to(const torch::Device& device) = 0;
 };
 
 struct BlockParams {
@@ -107,6 +115,9 @@ class GptModel : public Model {
   torch::Tensor embed(const torch::Tensor& tokens) const;  // tokens [b, T] int64
   torch::Tensor block(int i, const torch::Tensor& x) const;
   torch::Tensor head(const torch::Tensor& x) const;  // -> logits [b, T, vocab]
+
+ protected:
+  void buffers_to(const torch::Device& device) override { causal_mask_ = causal_mask_.to(device); }
 
  private:
   GptConfig cfg_;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "train/blas.hpp"
+#include "train/cuda_stream.hpp"
 
 namespace rrfp::train {
 
@@ -54,6 +55,7 @@ void Pipeline::begin_step(std::vector<Microbatch> mbs) {
   if (static_cast<int>(mbs.size()) != M_)
     throw std::invalid_argument(fmt::format("begin_step: {} microbatches, expected {}", mbs.size(), M_));
   mbs_ = std::move(mbs);
+  for (Microbatch& mb : mbs_) to_device(mb, device_);
   slots_.assign(static_cast<size_t>(stages()) * M_, Slot{});
   losses_.assign(M_, 0.0f);
   if (acc_.size() != static_cast<size_t>(stages())) acc_.assign(stages(), {});
@@ -92,7 +94,8 @@ void Pipeline::run(Kind k, int s, int m, const void* in, void* out) {
 
 torch::Tensor Pipeline::view_message(const void* buf) const {
   if (msg_shape_.empty()) throw std::logic_error("a message buffer but no message shape (Pipeline::set_message_shape)");
-  return torch::from_blob(const_cast<void*>(buf), msg_shape_, torch::TensorOptions().dtype(torch::kFloat32));
+  return torch::from_blob(const_cast<void*>(buf), msg_shape_,
+                          torch::TensorOptions().dtype(torch::kFloat32).device(device_));
 }
 
 void Pipeline::write_message(void* buf, const torch::Tensor& t, const char* what, int s, int m) const {

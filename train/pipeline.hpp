@@ -65,6 +65,11 @@ class Pipeline {
   void backward_input(int s, int m, const void* in = nullptr, void* out = nullptr);  // B: grad of the stage input (and dz, kept for W)
   void backward_weight(int s, int m);  // W: grad of the parameters, no autograd
   void backward_full(int s, int m, const void* in = nullptr, void* out = nullptr);  // BW: B then W
+  // Where the stages compute (rrfp train --cuda: the GPU the model was moved
+  // to): begin_step moves the microbatches there, and message buffers are
+  // device memory there (StarPU's handles on that GPU's memory node).
+  void set_device(const torch::Device& d) { device_ = d; }
+  const torch::Device& device() const { return device_; }
   // Every message between stages: [b, positions, d_model] floats.
   void set_message_shape(std::vector<std::int64_t> shape) { msg_shape_ = std::move(shape); }
   const std::vector<std::int64_t>& message_shape() const { return msg_shape_; }
@@ -123,6 +128,7 @@ class Pipeline {
   void check_order(bool ok, const char* what, int s, int m) const;
 
   const Model* model_;
+  torch::Device device_ = torch::kCPU;
   std::vector<std::int64_t> msg_shape_;
   int M_;
   bool det_;

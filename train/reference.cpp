@@ -1,5 +1,7 @@
 #include "train/reference.hpp"
 
+#include "train/cuda_stream.hpp"
+
 namespace rrfp::train {
 
 ReferenceStep reference_step(const Model& model, const std::vector<Microbatch>& mbs) {
@@ -26,7 +28,10 @@ double eval_loss(const Model& model, const std::vector<Microbatch>& mbs) {
   torch::NoGradGuard no_grad;
   const StageRange all = model.partition(1)[0];
   double sum = 0;
-  for (const Microbatch& mb : mbs) sum += Model::loss(model.stage_forward(all, true, true, {}, mb), mb.targets).item<float>();
+  for (Microbatch mb : mbs) {  // a copy: --cuda moves it to the model's GPU
+    to_device(mb, model.device());
+    sum += Model::loss(model.stage_forward(all, true, true, {}, mb), mb.targets).item<float>();
+  }
   return mbs.empty() ? 0.0 : sum / static_cast<double>(mbs.size());
 }
 

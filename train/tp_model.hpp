@@ -48,6 +48,9 @@ class GptTpShard : public Model {
   torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                               const Microbatch& mb) const override;
 
+ protected:
+  void buffers_to(const torch::Device& device) override { causal_mask_ = causal_mask_.to(device); }
+
  private:
   GptConfig cfg_;
   int T_, member_;

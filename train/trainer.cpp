@@ -31,6 +31,7 @@ Trainer::Impl::Impl(Resolved r)
   else
     model_ptr = std::make_unique<GptModel>(o.gpt, o.seed);
   model().partition(P, o.partition);  // "more stages than blocks" before any work
+  if (o.cuda) model_ptr->to(cuda_device());  // before the optimizers make their moments
   for (int t = 0; t < TP && TP > 1; ++t)
     shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model()), TP, t));
   data = std::make_unique<BatchSource>(o, M, b);
@@ -41,6 +42,7 @@ Trainer::Impl::Impl(Resolved r)
   for (int t = 0; t < TP; ++t) {
     owned_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic, o.partition));
     owned_pipes.back()->set_message_shape(msg_shape);
+    owned_pipes.back()->set_device(model().device());
     if (hint.spec().pipelines() == 1) owned_pipes.back()->set_stage_devices(hint.spec().placement[0]);
     pipes.push_back(owned_pipes.back().get());
   }
@@ -103,6 +105,7 @@ void Trainer::Impl::optimizer_step(int member, int s, int step, const std::vecto
 
 std::vector<std::vector<torch::Tensor>> Trainer::Impl::plain_pass(std::vector<Microbatch> mbs, StepRecord& rec) {
   std::vector<std::vector<torch::Tensor>> grads(P);
+  for (Microbatch& mb : mbs) to_device(mb, model().device());
   const auto tp = Clock::now();
   ReferenceStep r = reference_step(model(), mbs);
   rec.busy_s = secs(Clock::now() - tp);
@@ -115,10 +118,31 @@ std::vector<std::vector<torch::Tensor>> Trainer::Impl::plain_pass(std::vector<Mi
   return grads;
 }
 
+torch::Device Trainer::Impl::cuda_device() {
+  if (!torch_built_with_cuda())
+    throw SpecError("--cuda: this rrfp's LibTorch has no CUDA (configure with -DRRFP_CUDA=ON, docs/gpu.md)");
+  if (o.executor == "plain") {
+    if (!torch::cuda::is_available()) throw SpecError("--cuda: LibTorch finds no usable CUDA device");
+    return {torch::kCUDA, 0};
+  }
+  // StarPU first: its first bus calibration may reset the GPU under torch.
+  ExecOptions eo;
+  eo.policy = o.policy;
+  eo.tensor_parallel = TP;
+  eo.cuda = true;
+  const std::vector<int> gpus = cuda_devices_of(hint, eo);
+  for (int d = 1; d < static_cast<int>(gpus.size()); ++d)
+    if (gpus[d] != gpus[0])
+      throw SpecError(fmt::format("--cuda: StarPU put device {} on GPU {} and device 0 on GPU {}; rrfp train keeps "
+                                  "the model on one GPU for now (CUDA_VISIBLE_DEVICES=N picks it)", d, gpus[d], gpus[0]));
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(gpus[0])};
+}
+
 ExecOptions Trainer::Impl::exec_options(int step) {
   ExecOptions eo;
   eo.policy = o.policy;
   eo.tensor_parallel = TP;
+  eo.cuda = o.cuda;
   // Each stage's AdamW step (each member's, with TP) is a StarPU task on
   // the stage's device, after all of its W/BW tasks (deterministic mode:
   // the microbatch gradients are summed in order there too).
@@ -126,6 +150,7 @@ ExecOptions Trainer::Impl::exec_options(int step) {
     const int t = i / P, s = i % P;
     if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
     one_intra_op_thread();
+    const auto on_gpu = stream_of_this_worker();  // a CUDA worker: torch on its StarPU stream
     optimizer_step(t, s, step, pipes[t]->stage_grads(s));
     if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
   };
@@ -156,6 +181,7 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     const Task& t = g.task(id);
     std::optional<TpTaskScope> scope;
     if (TP > 1) scope.emplace(tp_comm.get(), t.device, member, id);
+    WorkerStream on_gpu(io.cuda_device, io.stream);  // a CUDA worker: torch on its StarPU stream
     pipes[member]->run(t.kind, t.stage, t.mb, io.in, io.out);
     if (member == 0) t_end[id] = secs(Clock::now() - t_run);
   };

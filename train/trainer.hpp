@@ -14,7 +14,7 @@
 namespace rrfp::train {
 
 struct TrainOptions {
-  std::string model = "gpt-tiny";  // or mm-tiny
+  std::string model = "gpt-tiny";  // or gpt-small (gpt_small_defaults), mm-tiny
   GptConfig gpt;                   // mm-tiny: its language model
   int enc_layers = 2;              // mm-tiny: vision encoder blocks
   int stages = 2;            // pipeline devices
@@ -48,6 +48,10 @@ struct TrainOptions {
   // plain: the LibTorch reference loop, no pipeline (perf baseline).
   std::string executor = "starpu";
   std::string policy;        // "" = STARPU_SCHED
+  // The model on a GPU (docs/gpu.md, "Training on a GPU"): starpu: every
+  // device a CUDA worker of that GPU, each pass on its worker's stream;
+  // plain: the reference loop on the GPU. CUDA builds only.
+  bool cuda = false;
   // Several ranks (drivers: started by mpirun/srun, or RRFP_MPI=1): the
   // StarPU-MPI executor, devices_per_rank devices on each (docs/mpi.md).
   bool multi_rank = false;

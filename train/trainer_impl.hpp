@@ -22,6 +22,7 @@
 #include "train/async_window.hpp"
 #include "train/batch_source.hpp"
 #include "train/checkpoint.hpp"
+#include "train/cuda_stream.hpp"
 #include "train/mpi_train.hpp"
 #include "train/pipeline.hpp"
 #include "train/run_shape.hpp"
@@ -112,6 +113,9 @@ struct Trainer::Impl {
   std::vector<std::vector<torch::Tensor>> plain_pass(std::vector<Microbatch> mbs, StepRecord& rec);
 
   ExecOptions exec_options(int step);
+  // --cuda: opens StarPU's CUDA workers (before torch touches the GPU) and
+  // returns the GPU they are on; one GPU for now.
+  torch::Device cuda_device();
 
   // The passes of one step on StarPU (or replayed on this thread). Returns
   // true when the optimizer steps ran there too (as StarPU tasks).

@@ -9,8 +9,8 @@
 namespace rrfp::train {
 
 void check_options(const TrainOptions& o) {
-  if (o.model != "gpt-tiny" && o.model != "mm-tiny")
-    throw SpecError(fmt::format("unknown model '{}' (known: gpt-tiny, mm-tiny)", o.model));
+  if (o.model != "gpt-tiny" && o.model != "gpt-small" && o.model != "mm-tiny")
+    throw SpecError(fmt::format("unknown model '{}' (known: gpt-tiny, gpt-small, mm-tiny)", o.model));
   if (o.model == "mm-tiny" && !o.data_path.empty())
     throw SpecError("--data applies to gpt-tiny; mm-tiny draws its own images and captions");
   if (o.model == "mm-tiny" && o.seq_len_dist != "fixed")
@@ -41,12 +41,12 @@ void check_options(const TrainOptions& o) {
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
     throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
   positive(o.tensor_parallel, "--tensor-parallel");
-  if (o.tensor_parallel > 1 && o.model != "gpt-tiny")
-    throw SpecError("--tensor-parallel applies to gpt-tiny (mm-tiny has no tensor-parallel blocks)");
+  if (o.tensor_parallel > 1 && o.model == "mm-tiny")
+    throw SpecError("--tensor-parallel applies to gpt-tiny and gpt-small (mm-tiny has no tensor-parallel blocks)");
   if (o.tensor_parallel > 1 && o.executor != "starpu")
     throw SpecError("--tensor-parallel needs the StarPU executor: its members run concurrently");
-  if (!o.gpt.mlp_widths.empty() && o.model != "gpt-tiny")
-    throw SpecError("--mlp-widths applies to gpt-tiny (mm-tiny's blocks have the default width)");
+  if (!o.gpt.mlp_widths.empty() && o.model == "mm-tiny")
+    throw SpecError("--mlp-widths applies to gpt-tiny and gpt-small (mm-tiny's blocks have the default width)");
   if (o.tensor_parallel > 1 && !o.gpt.uniform_mlp())
     throw SpecError("--mlp-widths with --tensor-parallel is not supported (the shards split 4 * d_model)");
   if (o.tensor_parallel > 1 && !o.partition.empty())
@@ -55,6 +55,10 @@ void check_options(const TrainOptions& o) {
   if (!(o.link_ms >= 0)) throw SpecError(fmt::format("--link-ms {} must not be negative", o.link_ms));
   if (!(o.link_jitter >= 0 && o.link_jitter < 1))
     throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", o.link_jitter));
+  if (o.cuda && o.executor == "replay") throw SpecError("--cuda runs with the starpu or plain executor, not replay");
+  if (o.cuda && o.multi_rank) throw SpecError("--cuda under mpirun is not supported yet (docs/gpu.md)");
+  if (o.cuda && o.tensor_parallel > 1) throw SpecError("--cuda with --tensor-parallel is not supported yet");
+  if (o.cuda && !o.async_mode.empty()) throw SpecError("--cuda with --async is not supported yet");
   if (o.link_ms > 0 && o.executor != "starpu")
     throw SpecError("--link-ms needs the StarPU executor (the delay is a link task)");
 }
@@ -78,7 +82,7 @@ nlohmann::json gpt_json(const GptConfig& c) {
 }
 
 CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t) {
-  auto c = t.detach().contiguous();
+  auto c = t.detach().to(torch::kCPU).contiguous();  // --cuda: the model lives on the GPU
   CkptTensor out{name, c.sizes().vec(), {}};
   out.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   return out;

@@ -1,0 +1,26 @@
+#!/bin/sh
+# `rrfp bench --cuda` on a GPU (label gpu; exit 77, SKIPPED, without one):
+# ZB-H1 on 4 devices as CUDA workers of the GPU(s), each pass a kernel on
+# its worker's stream that checks every byte of its input message, under
+# rrfp-fixed and the default rrfp-wait with lognormal(0.6) pass times;
+# every message must be checked and correct, and the makespan must stay
+# above the lower bound. Prints rrfp-fixed / rrfp-wait.
+# Usage: bench_cuda.sh RRFP
+rrfp=$1
+nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU (nvidia-smi -L failed): skipped"; exit 77; }
+dir=$(mktemp -d)
+args="bench --cuda --hint zb-h1 --stages 4 --microbatches 16 --unit-ms 2 --variability lognormal:0.6 --seed 5 --iterations 5"
+for p in rrfp-fixed rrfp-wait; do
+  STARPU_SCHED=$p "$rrfp" $args --json "$dir/$p.json" || exit 1
+done
+python3 - "$dir" <<'PY' || exit 1
+import json, sys
+d = sys.argv[1]
+r = {p: json.load(open(f"{d}/{p}.json")) for p in ("rrfp-fixed", "rrfp-wait")}
+for p, j in r.items():
+    assert j["messages_checked"] > 0, (p, j["messages_checked"])
+    assert j["makespan_over_lb"] >= 0.99, (p, j["makespan_over_lb"])
+print(f"GPU bench: rrfp-fixed / rrfp-wait makespan {r['rrfp-fixed']['makespan_s'] / r['rrfp-wait']['makespan_s']:.3f}; "
+      f"over the lower bound {r['rrfp-fixed']['makespan_over_lb']:.3f} and {r['rrfp-wait']['makespan_over_lb']:.3f}")
+PY
+rm -rf "$dir"

@@ -1,0 +1,41 @@
+// LibTorch on a StarPU CUDA worker (docs/gpu.md, "Training on a GPU"):
+// inside a pass or an optimizer step that StarPU runs on a CUDA worker,
+// torch's current stream must be the worker's StarPU stream, so that the
+// task's kernels run there and StarPU ends the task when they are done
+// (STARPU_CUDA_ASYNC). Only this file's .cpp sees c10_cuda, and only in
+// builds against a CUDA LibTorch (RRFP_CUDA).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+
+namespace rrfp::train {
+
+// True when this rrfp was built against a CUDA LibTorch.
+bool torch_built_with_cuda();
+
+// For its scope: torch's current CUDA stream is `stream` (a cudaStream_t)
+// on GPU `device`. Does nothing when device < 0 (a CPU worker); throws
+// std::runtime_error on a GPU worker in a build without CUDA LibTorch.
+class WorkerStream {
+ public:
+  WorkerStream(int device, void* stream);
+  ~WorkerStream();
+  WorkerStream(const WorkerStream&) = delete;
+  WorkerStream& operator=(const WorkerStream&) = delete;
+
+ private:
+  struct Guard;
+  std::unique_ptr<Guard> guard_;
+};
+
+// The same for the CUDA worker running the calling task (runtime's
+// worker_cuda_stream()); nothing on a CPU worker or outside a task.
+std::unique_ptr<WorkerStream> stream_of_this_worker();
+
+// Every microbatch tensor on `device` (a no-op for CPU).
+struct Microbatch;
+void to_device(Microbatch& mb, const torch::Device& device);
+
+}  // namespace rrfp::train
