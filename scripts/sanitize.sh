@@ -22,7 +22,7 @@ case $kind in
     # StarPU and LibTorch are not instrumented: tests/tsan.supp suppresses three hand-offs inside them TSan cannot see.
     export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1"
     build-tsan/tests/rrfp_runtime_tests \
-      --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*:RuntimeAsync.*:RuntimeAmdp.*'
+      --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*:RuntimeAsync.*:RuntimeAmdp.*:RuntimeCuda.Cpu*:RuntimeCuda.CudaWorkers*'
     build-tsan/tests/rrfp_train_tests \
       --gtest_filter='TrainTensorParallel.Grad*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:TrainSeqLen.*:TrainPartition.*:TrainAsync.*:TrainAmdp.*'
     ;;
