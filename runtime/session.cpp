@@ -117,6 +117,11 @@ void StarpuSession::start_cuda() {
   throw SpecError("--cuda: this StarPU was built without CUDA (scripts/build-starpu.sh builds it with CUDA where nvcc is)");
 #else
   const int D = ncpus_;
+  // StarPU's share of each GPU's memory (MiB): the message handles, small
+  // next to the model; LibTorch's caching allocator gets the rest. Without
+  // a limit StarPU would budget 90% of the GPU for itself. The user's
+  // STARPU_LIMIT_CUDA_MEM wins (docs/gpu.md).
+  setenv("STARPU_LIMIT_CUDA_MEM", std::to_string(kStarpuCudaMemMiB).c_str(), 0);
   auto start = [&] {
     start_starpu(policy_, D, profiling_, "devices", [](starpu_conf* c) { return starpu_init(c); },
                  [] { starpu_shutdown(); }, true);

@@ -28,6 +28,10 @@ void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const c
                   const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop,
                   bool cuda = false);
 
+// StarPU's default share of each GPU's memory in a CUDA session, MiB
+// (STARPU_LIMIT_CUDA_MEM, unless set): message handles only.
+inline constexpr int kStarpuCudaMemMiB = 4096;
+
 class StarpuSession {
  public:
   // `ncpus` CPU workers, no accelerators. Throws SpecError when StarPU
