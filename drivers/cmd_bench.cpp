@@ -81,7 +81,7 @@ void run(const BenchArgs& a) {
     cfg.exec.cuda = true;
     prepare_session(hint, cfg.exec);  // StarPU before any CUDA call: its bus calibration may reset the GPU
     passes = std::make_unique<gpu::SyntheticPasses>(hint.graph->size());
-    cfg.device_passes = passes->hooks();
+    cfg.device_passes = passes.get();
 #endif
   }
   BenchReport r = run_bench(hint, cfg);

@@ -41,14 +41,4 @@ std::vector<long long> SyntheticPasses::first_bad_byte() const {
   return std::vector<long long>(bad_, bad_ + calls_);
 }
 
-DevicePasses SyntheticPasses::hooks() {
-  DevicePasses h;
-  h.launch = [this](int call, const TaskIo& io, double s, std::uint64_t in_key, std::uint64_t out_key) {
-    launch(call, io, s, in_key, out_key);
-  };
-  h.reset = [this] { reset(); };
-  h.first_bad_byte = [this] { return first_bad_byte(); };
-  return h;
-}
-
 }  // namespace rrfp::gpu

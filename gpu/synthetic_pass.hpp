@@ -13,7 +13,7 @@
 
 namespace rrfp::gpu {
 
-class SyntheticPasses {
+class SyntheticPasses final : public DevicePasses {
  public:
   // One error slot per call (member * tasks + task id), in managed memory.
   explicit SyntheticPasses(int calls);
@@ -21,16 +21,9 @@ class SyntheticPasses {
   SyntheticPasses(const SyntheticPasses&) = delete;
   SyntheticPasses& operator=(const SyntheticPasses&) = delete;
 
-  // Enqueues pass `call` on io.stream (a CUDA worker's TaskIo).
-  void launch(int call, const TaskIo& io, double seconds, std::uint64_t in_key, std::uint64_t out_key);
-  // Before a run: no error anywhere.
-  void reset();
-  // After a run: per call, the first byte of its input that differed from
-  // its producer's payload, or -1.
-  std::vector<long long> first_bad_byte() const;
-
-  // The three as run_bench's hooks (BenchConfig::device_passes).
-  DevicePasses hooks();
+  void launch(int call, const TaskIo& io, double seconds, std::uint64_t in_key, std::uint64_t out_key) override;
+  void reset() override;
+  std::vector<long long> first_bad_byte() const override;
 
  private:
   int calls_;

@@ -15,14 +15,17 @@
 namespace rrfp {
 
 // How passes run on CUDA workers (ExecOptions::cuda; gpu/synthetic_pass.hpp
-// fills it): `launch` enqueues pass `call` on io.stream, checking the
-// message it reads against in_key's payload and writing out_key's, for
-// `seconds`; run_bench calls `reset` before and `first_bad_byte` (per call:
-// the first byte of its input that differed, or -1) after every iteration.
-struct DevicePasses {
-  std::function<void(int call, const TaskIo& io, double seconds, std::uint64_t in_key, std::uint64_t out_key)> launch;
-  std::function<void()> reset;
-  std::function<std::vector<long long>()> first_bad_byte;
+// implements it).
+class DevicePasses {
+ public:
+  virtual ~DevicePasses() = default;
+  // Enqueues pass `call` on io.stream: checks the message it reads against
+  // in_key's payload, writes out_key's, and holds the stream `seconds`.
+  virtual void launch(int call, const TaskIo& io, double seconds, std::uint64_t in_key, std::uint64_t out_key) = 0;
+  // Before an iteration: no error anywhere.
+  virtual void reset() = 0;
+  // After it: per call, the first byte of its input that differed, or -1.
+  virtual std::vector<long long> first_bad_byte() const = 0;
 };
 
 struct BenchConfig {
@@ -37,7 +40,7 @@ struct BenchConfig {
   // (attention, MLP) with an all-reduce of their group, as in Megatron.
   // Null: a LocalTpComm (members are workers of this process).
   std::shared_ptr<TpComm> comm;
-  DevicePasses device_passes;  // with exec.cuda
+  DevicePasses* device_passes = nullptr;  // with exec.cuda
 };
 
 // Floats in each synthetic all-reduce.

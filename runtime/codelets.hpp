@@ -24,7 +24,6 @@ struct TaskArg : rrfp_graph_task {
   int stage = 0;
   int in_buf = -1, out_buf = -1;  // buffer index of the message read / written
   std::size_t message_bytes = 0;
-  bool ends_on_gpu = false;  // ran on a CUDA worker: pass_ended records its end
 };
 
 // The codelets' functions, defined by the submitter (runtime/graph_run.cpp):
@@ -34,9 +33,9 @@ void graph_task_body(void** buffers, void* cl_arg);
 void link_task_body(void** buffers, void* cl_arg);
 void epilogue_task_body(void** buffers, void* cl_arg);
 void release_task_body(void** buffers, void* cl_arg);
-// Epilogue callbacks of passes and epilogue tasks: on a CUDA worker the
-// task ends when its GPU work does (STARPU_CUDA_ASYNC), and these record it
-// then, before StarPU releases the tasks that depend on it.
+// Epilogue callbacks of passes and epilogue tasks: they record the task's
+// end when StarPU saw it end (on a CUDA worker, when its GPU work is done:
+// STARPU_CUDA_ASYNC), before StarPU releases the tasks that depend on it.
 void pass_ended(void* cl_arg);
 void epilogue_ended(void* epilogue_arg);
 

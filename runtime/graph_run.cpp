@@ -26,7 +26,6 @@ struct LinkArg {
 struct EpilogueArg {
   int index;  // member * stages + stage; first, for the performance model's footprint
   RunState* run;
-  bool ends_on_gpu = false;  // ran on a CUDA worker: epilogue_ended records its end
 };
 
 starpu_data_access_mode mode_of(Access a) {
@@ -138,35 +137,14 @@ void graph_task_body(void** buffers, void* cl_arg) {
         "task " + member_task_name(r->g->label(id), a->member, r->tp));
     if (!err.empty()) r->fail(std::move(err));
   }
-  // On a CUDA worker the work the body enqueued is still running: the
-  // task's callback (pass_ended) records the end when StarPU saw it finish.
-  a->ends_on_gpu = worker_cuda_stream() != nullptr;
-  if (a->ends_on_gpu) return;
-  r->end[mt] = r->now();
-  r->running.fetch_sub(1);
-  r->finished_one();
+  // The end is recorded by pass_ended: on a CUDA worker the work the body
+  // enqueued is still running.
 }
 
 void pass_ended(void* cl_arg) {
   auto* a = static_cast<TaskArg*>(cl_arg);
-  if (!a->ends_on_gpu) return;
   RunState* r = static_cast<RunState*>(a->owner);
-  r->end[a->member * r->n + a->id] = r->now();
-  r->running.fetch_sub(1);
-  r->finished_one();
-}
-
-void* worker_cuda_stream() {
-#ifdef STARPU_USE_CUDA
-  const int w = starpu_worker_get_id();
-  if (w >= 0 && starpu_worker_get_type(w) == STARPU_CUDA_WORKER) return starpu_cuda_get_local_stream();
-#endif
-  return nullptr;
-}
-
-int worker_cuda_device() {
-  const int w = starpu_worker_get_id();
-  return w >= 0 && starpu_worker_get_type(w) == STARPU_CUDA_WORKER ? starpu_worker_get_devid(w) : -1;
+  r->ended(r->end[a->member * r->n + a->id]);
 }
 
 // The wire: the task ends (its consumer may start) after the link delay.
@@ -188,19 +166,11 @@ void epilogue_task_body(void** /*buffers*/, void* cl_arg) {
     std::string err = run_guarded([&] { (*r->epilogue)(i); }, epilogue_name(i, r->g->spec().stages, r->tp));
     if (!err.empty()) r->fail(std::move(err));
   }
-  a->ends_on_gpu = worker_cuda_stream() != nullptr;  // as for passes: epilogue_ended records the end
-  if (a->ends_on_gpu) return;
-  r->epi_end[i] = r->now();
-  r->running.fetch_sub(1);
-  r->finished_one();
 }
 
 void epilogue_ended(void* arg) {
   auto* a = static_cast<EpilogueArg*>(arg);
-  if (!a->ends_on_gpu) return;
-  a->run->epi_end[a->index] = a->run->now();
-  a->run->running.fetch_sub(1);
-  a->run->finished_one();
+  a->run->ended(a->run->epi_end[a->index]);
 }
 
 // --- The submitter.
@@ -308,8 +278,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       t->destroy = 0;
       t->priority = priority;
       if (!is_link(node)) sub->place[slot].place(t, order);  // links: any worker here
-      if (!is_link(node)) {  // a pass or an epilogue
-        // before StarPU releases the tasks that depend on it
+      if (!is_link(node)) {  // a pass or an epilogue: its end, before StarPU releases its dependents
         t->epilogue_callback_func = node < tasks ? pass_ended : epilogue_ended;
         t->epilogue_callback_arg = arg;
       }

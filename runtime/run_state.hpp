@@ -57,6 +57,12 @@ struct RunState {
   // (on one core, a context switch per pass); stalls are found on the
   // watchdog's own timer.
   void finished_one();
+  // A task (or epilogue) ended: its end time into `at`, counted as above.
+  void ended(double& at) {
+    at = now();
+    running.fetch_sub(1);
+    finished_one();
+  }
 };
 
 }  // namespace rrfp

@@ -1,5 +1,7 @@
 #include "runtime/starpu_tasks.hpp"
 
+#include "runtime/executor.hpp"  // worker_cuda_stream, worker_cuda_device
+
 #include <fmt/format.h>
 
 namespace rrfp {
@@ -18,6 +20,19 @@ void WorkerPlacement::place(starpu_task* t, unsigned order) const {
     t->workerids = const_cast<std::uint32_t*>(mask_.data());
     t->workerids_len = static_cast<unsigned>(mask_.size());
   }
+}
+
+void* worker_cuda_stream() {
+#ifdef STARPU_USE_CUDA
+  const int w = starpu_worker_get_id();
+  if (w >= 0 && starpu_worker_get_type(w) == STARPU_CUDA_WORKER) return starpu_cuda_get_local_stream();
+#endif
+  return nullptr;
+}
+
+int worker_cuda_device() {
+  const int w = starpu_worker_get_id();
+  return w >= 0 && starpu_worker_get_type(w) == STARPU_CUDA_WORKER ? starpu_worker_get_devid(w) : -1;
 }
 
 void unregister_all(const std::vector<starpu_data_handle_t>& handles) {

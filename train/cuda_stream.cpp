@@ -2,7 +2,6 @@
 
 #include <stdexcept>
 
-#include "runtime/executor.hpp"
 #include "train/model.hpp"
 
 #ifdef RRFP_TORCH_CUDA
@@ -41,11 +40,6 @@ WorkerStream::WorkerStream(int device, void* stream) {
 }
 
 WorkerStream::~WorkerStream() = default;
-
-std::unique_ptr<WorkerStream> stream_of_this_worker() {
-  const int d = worker_cuda_device();
-  return d < 0 ? nullptr : std::make_unique<WorkerStream>(d, worker_cuda_stream());
-}
 
 void to_device(Microbatch& mb, const torch::Device& device) {
   if (device.is_cpu()) return;

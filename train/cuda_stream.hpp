@@ -30,10 +30,6 @@ class WorkerStream {
   std::unique_ptr<Guard> guard_;
 };
 
-// The same for the CUDA worker running the calling task (runtime's
-// worker_cuda_stream()); nothing on a CPU worker or outside a task.
-std::unique_ptr<WorkerStream> stream_of_this_worker();
-
 // Every microbatch tensor on `device` (a no-op for CPU).
 struct Microbatch;
 void to_device(Microbatch& mb, const torch::Device& device);

@@ -150,7 +150,7 @@ ExecOptions Trainer::Impl::exec_options(int step) {
     const int t = i / P, s = i % P;
     if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
     one_intra_op_thread();
-    const auto on_gpu = stream_of_this_worker();  // a CUDA worker: torch on its StarPU stream
+    WorkerStream on_gpu(worker_cuda_device(), worker_cuda_stream());  // a CUDA worker: torch on its StarPU stream
     optimizer_step(t, s, step, pipes[t]->stage_grads(s));
     if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
   };
