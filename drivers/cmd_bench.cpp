@@ -30,6 +30,7 @@ struct BenchArgs {
   int slack = -1, iterations = 1;
   int devices_per_rank = 1;  // under mpirun/srun (docs/mpi.md)
   bool cuda = false;         // devices are CUDA workers (docs/gpu.md)
+  bool check_sim = false;    // replay each iteration in the simulator (sim/decision_check.hpp)
   double message_mb = 4.0 / 1024;  // every activation and gradient handle: 4 KiB
 };
 
@@ -57,6 +58,8 @@ void run(const BenchArgs& a) {
   cfg.exec.message_bytes = static_cast<std::size_t>(a.message_mb * 1024 * 1024 + 0.5);
   if (cfg.exec.message_bytes < 1) cfg.exec.message_bytes = 1;
   cfg.exec.task_hook = fault_hook_from_env(hint);
+  cfg.check_decisions = a.check_sim;
+  if (a.check_sim && mpi) throw SpecError("--check-sim replays one process's arbiter: run it without mpirun");
   if (mpi) {
     MpiOptions mo;
     mo.devices_per_rank = a.devices_per_rank;
@@ -98,6 +101,16 @@ void run(const BenchArgs& a) {
   for (int d = 0; d < r.devices; ++d)
     fmt::print("  device {}: busy {:.4f} s  peak in-flight {} (cap {})\n", d, r.busy_s[d], r.peak_inflight[d],
                r.inflight_cap[d]);
+  if (a.check_sim) {
+    int agree = 0, pinned = 0, late = 0;
+    for (const DecisionCheck& c : r.decision_checks) agree += c.agrees(), pinned += c.pinned, late += c.late_workers;
+    fmt::print("simulator vs StarPU: the replay from recorded durations decided as the policy did in {} of {} "
+               "iterations ({} late worker{} held), the replay pinned to the recorded instants in {}\n",
+               agree, r.iterations, late, late == 1 ? "" : "s", pinned);
+    for (size_t i = 0; i < r.decision_checks.size(); ++i)
+      if (!r.decision_checks[i].agrees() || !r.decision_checks[i].pinned)
+        fmt::print("  iteration {}: {}\n", i, r.decision_checks[i].describe(*hint.graph));
+  }
   if (!a.json.empty()) {
     std::ofstream out(a.json);
     if (!(out << to_json(r).dump(2) << "\n")) throw SpecError(fmt::format("cannot write '{}'", a.json));
@@ -136,6 +149,9 @@ void add_bench_command(CLI::App& app) {
                   "with --tensor-parallel: write every member's collective order, per iteration, as JSON");
   cmd->add_flag("--cuda", a->cuda,
                 "devices are CUDA workers: each pass a kernel on its worker's stream (CUDA builds; docs/gpu.md)");
+  cmd->add_flag("--check-sim", a->check_sim,
+                "replay each iteration in the simulator from what the policy saw and compare their decisions "
+                "(rrfp policies, one process; docs/simulator.md)");
   cmd->add_option("--json", a->json, "write the result as JSON");
   cmd->add_option("--trace", a->trace, "write a Chrome/Perfetto trace from StarPU profiling info");
   cmd->callback([a] { run(*a); });

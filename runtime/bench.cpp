@@ -28,6 +28,10 @@ void sleep_for_seconds(double seconds) {
 
 BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
   if (cfg.iterations < 1) throw SpecError("--iterations must be at least 1");
+  if (cfg.check_decisions) {
+    if (cfg.exec.tensor_parallel > 1) throw SpecError("--check-sim: runs with tensor parallelism are not replayed");
+    if (!cfg.exec.inflight_cap.empty()) throw SpecError("--check-sim: per-device in-flight caps are not replayed");
+  }
   const TaskGraph& g = *hint.graph;
   const int D = hint.devices();
   BenchReport rep;
@@ -117,6 +121,18 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
     rep.bubble_ratio += (1 - busy / (D * r.makespan_s)) / cfg.iterations;
     rep.inflight_cap = r.inflight_cap;
     rep.waits += r.waits;
+    if (cfg.check_decisions) {
+      if (r.arb_ready_s.empty())
+        throw SpecError(fmt::format("--check-sim needs an rrfp policy (rrfp, rrfp-fixed, rrfp-wait), not {}", r.policy));
+      DecisionCheckOptions dc;
+      dc.mode = parse_mode(r.policy);
+      dc.inflight_slack = cfg.exec.inflight_slack;
+      dc.wait_ratio = cfg.exec.wait_ratio;
+      dc.noise_s = cfg.decision_noise_s;
+      dc.seed = c.seed;
+      const ArbiterTimes seen{r.arb_ready_s, r.arb_ask_s, r.arb_take_s, r.arb_finish_s, r.arb_wait_s};
+      rep.decision_checks.push_back(check_decisions(hint, seen, r.order, dc));
+    }
     rep.last = std::move(r);
     if (comm) {
       comm->sync_logs();
@@ -160,7 +176,22 @@ nlohmann::json to_json(const BenchReport& r) {
           {"makespans_s", r.makespans_s},
           {"lower_bounds_s", r.lower_bounds_s},
           {"tensor_parallel", r.tensor_parallel},
-          {"collective_orders_identical", r.collective_orders_identical}};
+          {"collective_orders_identical", r.collective_orders_identical},
+          {"decision_checks", decision_checks_json(r)}};
+}
+
+nlohmann::json decision_checks_json(const BenchReport& r) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const DecisionCheck& c : r.decision_checks)
+    a.push_back({{"decisions", c.decisions},
+                 {"exact", c.exact},
+                 {"agrees", c.agrees()},
+                 {"draws", c.draws},
+                 {"draws_matching", c.draws_matching},
+                 {"late_workers", c.late_workers},
+                 {"pinned", c.pinned},
+                 {"noise_s", c.noise_s}});
+  return a;
 }
 
 nlohmann::json collective_logs_json(const Hint& hint, const BenchReport& r) {

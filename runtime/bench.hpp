@@ -11,6 +11,7 @@
 #include "plot/timeline.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/tp_comm.hpp"
+#include "sim/decision_check.hpp"
 
 namespace rrfp {
 
@@ -41,6 +42,12 @@ struct BenchConfig {
   // Null: a LocalTpComm (members are workers of this process).
   std::shared_ptr<TpComm> comm;
   DevicePasses* device_passes = nullptr;  // with exec.cuda
+  // After each iteration, replay its recorded durations in the simulator
+  // and compare its decisions with the policy's (sim/decision_check.hpp;
+  // rrfp policies, no tensor parallelism, no per-device caps). noise_s < 0:
+  // the run's own dispatch delay.
+  bool check_decisions = false;
+  double decision_noise_s = -1;
 };
 
 // Floats in each synthetic all-reduce.
@@ -69,6 +76,7 @@ struct BenchReport {
   // (runtime/payload.hpp), over all iterations.
   long messages_checked = 0;
   std::size_t message_bytes = 0;
+  std::vector<DecisionCheck> decision_checks;  // per iteration, with check_decisions
 };
 
 // Sleeps until `seconds` after the call; the synthetic task body.
@@ -76,6 +84,7 @@ void sleep_for_seconds(double seconds);
 
 BenchReport run_bench(const Hint& hint, const BenchConfig& cfg);
 nlohmann::json to_json(const BenchReport& r);
+nlohmann::json decision_checks_json(const BenchReport& r);  // [] without check_decisions
 // Every iteration's collective logs with task labels:
 // [iteration][group][member] -> ["1F3#0", "1F3#1", "1B2#0", ...].
 nlohmann::json collective_logs_json(const Hint& hint, const BenchReport& r);

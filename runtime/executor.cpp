@@ -1,7 +1,5 @@
 #include "runtime/executor.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <starpu.h>
 
@@ -99,6 +97,21 @@ ExecResult execute(const Hint& hint, const TaskBody& body, const ExecOptions& op
   for (int slot = 0; slot < D * T; ++slot) res.member_order.push_back(run.by_worker[res.member_worker[slot]]);
   res.inflight_cap = plan.inflight_caps(hint, opt);
   res.waits = plan.arb ? plan.arb->waits() : 0;
+  if (plan.arb) {
+    double origin = 0;
+    bool first = true;
+    for (double t : plan.arb->ready_times())
+      if (t >= 0 && (first || t < origin)) origin = t, first = false;
+    auto from_origin = [origin](std::vector<double> v) {
+      for (double& x : v) x = x < 0 ? -1 : x - origin;
+      return v;
+    };
+    res.arb_ready_s = from_origin(plan.arb->ready_times());
+    res.arb_ask_s = from_origin(plan.arb->ask_times());
+    res.arb_take_s = from_origin(plan.arb->take_times());
+    res.arb_finish_s = from_origin(plan.arb->finish_times());
+    res.arb_wait_s = from_origin(plan.arb->wait_times());
+  }
   fill_run_stats(g, res);
   return res;
 }

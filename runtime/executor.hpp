@@ -104,6 +104,12 @@ struct ExecResult {
   std::vector<int> peak_inflight;           // per device, from the recorded times
   std::vector<int> inflight_cap;            // per device (enforced by the rrfp policies only)
   long waits = 0;                           // rrfp-wait: bounded waits decided
+  // The rrfp policies in one process: per task, the arbiter's clock at its
+  // on_ready, its device's first ask for it, its take and its on_finish
+  // (Arbiter::ready_times() and friends), in seconds from the first
+  // on_ready; what sim/decision_check.hpp replays. Empty for other policies.
+  std::vector<double> arb_ready_s, arb_ask_s, arb_take_s, arb_finish_s;
+  std::vector<double> arb_wait_s;  // Arbiter::wait_times(), -1: no wait
   std::vector<double> busy_s;               // per device
   double makespan_s = 0;                    // last end - first start (graph tasks)
   double wall_s = 0;                        // submission to completion (epilogues included)

@@ -49,11 +49,12 @@ Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt) : hint_(hint), opt_(std::
   ready_.assign(g.size(), 0);
   started_.assign(g.size(), 0);
   finished_.assign(g.size(), 0);
-  if (opt_.mode == Mode::BoundedWait) {
-    start_t_.assign(g.size(), -1);
-    finish_t_.assign(g.size(), -1);
-    pass_mean_.assign(static_cast<size_t>(g.spec().stages) * kNumKinds, {});
-  }
+  ready_t_.assign(g.size(), -1);
+  ask_t_.assign(g.size(), -1);
+  wait_t_.assign(g.size(), -1);
+  start_t_.assign(g.size(), -1);
+  finish_t_.assign(g.size(), -1);
+  if (opt_.mode == Mode::BoundedWait) pass_mean_.assign(static_cast<size_t>(g.spec().stages) * kNumKinds, {});
   if (!opt_.local.empty() && static_cast<int>(opt_.local.size()) != D)
     throw SpecError("the local-device mask must cover every device");
   remaining_ = 0;
@@ -77,6 +78,7 @@ bool Arbiter::forward_allowed(const Device& dev, int device, int task) const {
 
 void Arbiter::on_ready(int task, double now) {
   ready_[task] = 1;
+  ready_t_[task] = now;
   if (opt_.mode == Mode::Strict) return;
   const Task& t = hint_.graph->task(task);
   if (opt_.mode == Mode::BoundedWait) observe_arrival(t, task, now);
@@ -103,7 +105,11 @@ void Arbiter::push_ready(const Task& t, int task) {
 
 void Arbiter::start(Device& dev, int task, double now) {
   started_[task] = 1;
-  if (!start_t_.empty()) start_t_[task] = now;
+  start_t_[task] = now;
+  ask_t_[task] = dev.first_ask;
+  wait_t_[task] = dev.wait_decided;
+  dev.first_ask = -1;
+  dev.wait_decided = -1;
   ++running_;
   if (hint_.graph->task(task).kind == Kind::F) {
     dev.peak = std::max(dev.peak, ++dev.inflight);
@@ -122,6 +128,7 @@ int Arbiter::peek(const Device& dev, int device, bool* use_fwd) const {
 
 int Arbiter::take(int device, double now) {
   Device& dev = dev_[device];
+  if (dev.first_ask < 0) dev.first_ask = now;
   const auto& order = hint_.order[device];
   if (opt_.mode == Mode::Strict) {
     if (dev.next >= order.size()) return -1;
@@ -232,6 +239,7 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   if (r - now >= budget) return false;
   dev.waiting_for = p;
   dev.deadline = dev.wake = now + budget;
+  if (dev.wait_decided < 0) dev.wait_decided = now;
   ++waits_;
   return true;
 }
@@ -239,8 +247,8 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
 void Arbiter::on_finish(int task, double now) {
   const Task& t = hint_.graph->task(task);
   finished_[task] = 1;
+  finish_t_[task] = now;
   if (opt_.mode == Mode::BoundedWait) {
-    finish_t_[task] = now;
     if (start_t_[task] >= 0) pass_mean_[static_cast<size_t>(t.stage) * kNumKinds + static_cast<int>(t.kind)].add(now - start_t_[task]);
   }
   if (is_backward(t.kind)) --dev_[t.device].inflight;

@@ -62,6 +62,17 @@ class Arbiter {
   // earlier, e.g. when a task becomes ready); -1 when it is not waiting.
   double wake_at(int device) const { return dev_[device].wake; }
   long waits() const { return waits_; }  // wait decisions taken (BoundedWait)
+  // Per task, the `now` of its on_ready, take and on_finish (-1: not yet,
+  // or not this process's), and of its device's first take() call after
+  // the task before it (when the device started asking): what the arbiter
+  // saw, for replays (sim/decision_check.hpp).
+  const std::vector<double>& ready_times() const { return ready_t_; }
+  const std::vector<double>& ask_times() const { return ask_t_; }
+  // Per task: when its device decided a bounded wait between asking for it
+  // and taking it (-1: none).
+  const std::vector<double>& wait_times() const { return wait_t_; }
+  const std::vector<double>& take_times() const { return start_t_; }
+  const std::vector<double>& finish_times() const { return finish_t_; }
 
   const Hint& hint() const { return hint_; }
   Mode mode() const { return opt_.mode; }
@@ -93,6 +104,8 @@ class Arbiter {
     size_t pref = 0;
     int waiting_for = -1, gave_up = -1;
     double deadline = -1, wake = -1;
+    double first_ask = -1;  // first take() since the device's last start
+    double wait_decided = -1;  // the first wait decided since then
   };
   struct Mean {
     double sum = 0;
@@ -120,8 +133,8 @@ class Arbiter {
   std::vector<int> fwd_index_;  // per task: index among its device's forwards in hint order
   std::vector<unsigned char> ready_, started_, finished_;
   int running_ = 0, remaining_ = 0;
-  // BoundedWait's clock readings and running estimates.
-  std::vector<double> start_t_, finish_t_;
+  // Clock readings (every mode), and BoundedWait's running estimates.
+  std::vector<double> ready_t_, ask_t_, wait_t_, start_t_, finish_t_;
   std::vector<Mean> pass_mean_;  // per (stage, kind)
   Mean input_delay_;             // cross-device: last input's finish to ready
   long waits_ = 0;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "codelets/splitmix.hpp"
 #include "hints/update_rules.hpp"
 
 namespace rrfp {
@@ -42,7 +43,7 @@ class Sim {
       : h_(h), g_(*h.graph), o_(o), arb_(h, arbiter_options(o)), holds_(*h.graph, o.update_group, o.gate_lag) {}
 
   SimResult run() {
-    if (!o_.duration) throw SpecError("simulator needs a duration function");
+    if (!o_.duration && !o_.end_at) throw SpecError("simulator needs a duration function");
     o_.comm.validate();
     const int n = g_.size(), D = h_.devices();
     r_.start.assign(n, -1);
@@ -58,7 +59,12 @@ class Sim {
     link_free_.assign(static_cast<size_t>(D) * D, 0);
     for (int id = 0; id < n; ++id) {
       missing_[id] = g_.preds(id).size() + holds_.extra(id);
-      if (missing_[id] == 0) arb_.on_ready(id, 0);
+      if (missing_[id] == 0 && o_.source_ready && o_.source_ready(id) > 0) {
+        missing_[id] = 1;
+        push(o_.source_ready(id), id, Event::Arrival);
+      } else if (missing_[id] == 0) {
+        arb_.on_ready(id, 0);
+      }
     }
     for (int d = 0; d < D; ++d) dispatch(d, 0);
     while (!q_.empty()) {
@@ -74,6 +80,7 @@ class Sim {
           case Event::Wake: touch(e.who); break;
         }
       }
+      if (o_.tie_shuffle_seed) shuffle_touched();
       for (int d : touched_) dispatch(d, t);
     }
     r_.complete = arb_.remaining() == 0;
@@ -101,8 +108,20 @@ class Sim {
     if (idle_[d] && std::find(touched_.begin(), touched_.end(), d) == touched_.end()) touched_.push_back(d);
   }
 
+  void shuffle_touched() {  // Fisher-Yates on the seeded stream
+    for (size_t i = touched_.size(); i > 1; --i)
+      std::swap(touched_[i - 1], touched_[splitmix64_next(shuffle_state_) % i]);
+  }
+
   void dispatch(int d, double t) {
     if (!idle_[d]) return;
+    if (o_.hold_until) {
+      const double h = o_.hold_until(d, static_cast<int>(r_.executed[d].size()));
+      if (t < h) {
+        if (h != wake_pending_[d]) wake_pending_[d] = h, push(h, d, Event::Wake);
+        return;
+      }
+    }
     int task = arb_.take(d, t);
     if (task < 0) {
       // Bounded wait: ask again when the device gives up waiting.
@@ -113,7 +132,7 @@ class Sim {
       }
       return;
     }
-    double dur = o_.duration(task);
+    double dur = o_.end_at ? o_.end_at(task, t) - t : o_.duration(task);
     if (!(dur >= 0)) throw SpecError(fmt::format("negative duration for task {}", g_.label(task)));
     const Task& k = g_.task(task);
     if (k.kind == Kind::F) {
@@ -138,6 +157,7 @@ class Sim {
     if (releases) held_act_[d] -= act_bytes(k.stage);
     for (int h : holds_.finished(task)) ready_one(h, t);  // its stage's update (SimOptions::update_group)
     double sender_free = t;
+    if (o_.ask_delay) sender_free += std::max(0.0, o_.ask_delay(d, static_cast<int>(r_.executed[d].size())));
     for (int s : g_.succs(task)) {
       int to = g_.task(s).device;
       if (to == d) {
@@ -220,6 +240,7 @@ class Sim {
   std::vector<int> missing_, touched_;
   UpdateHolds holds_;  // SimOptions::update_group / gate_lag
   std::vector<unsigned char> idle_;
+  std::uint64_t shuffle_state_ = o_.tie_shuffle_seed;
   std::vector<double> busy_until_, held_act_, link_free_, wake_pending_;
 };
 

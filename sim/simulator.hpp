@@ -4,6 +4,7 @@
 // the task (the seeded cost model of the runtime, or unit costs).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
@@ -45,7 +46,7 @@ struct SimOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
   double wait_ratio = kDefaultWaitRatio;  // BoundedWait
-  std::function<double(int)> duration;  // required
+  std::function<double(int)> duration;  // required unless end_at is set
   CommModel comm;
   MemoryModel memory;
   // Asynchronous updates (docs/async.md), as on the runtime's grouped
@@ -56,6 +57,24 @@ struct SimOptions {
   // (Scenario::update_s lengthens a backward instead).
   int update_group = 0;
   int gate_lag = 0;
+  // Devices that can start a task at one instant are offered work in the
+  // order their events touched them; a nonzero seed shuffles that order
+  // instead (real workers race there: sim/decision_check.hpp).
+  std::uint64_t tie_shuffle_seed = 0;
+  // Optional: when a task without inputs becomes ready (default: at 0; a
+  // runtime submits them over some time).
+  std::function<double(int)> source_ready;
+  // Optional: how long after finishing a task a device asks for its next
+  // one (a worker's latency), given the device and how many tasks it has
+  // started; default 0.
+  std::function<double(int device, int started)> ask_delay;
+  // Optional: the earliest time a device may start its next task, given the
+  // device and how many tasks it has started (a worker that was late to
+  // ask); the arbiter is not asked before then.
+  std::function<double(int device, int started)> hold_until;
+  // Optional: when a task started at `start` ends, instead of start +
+  // duration(task) (a replay pins recorded finishes).
+  std::function<double(int task, double start)> end_at;
 };
 
 struct SimResult {

@@ -1,0 +1,170 @@
+#include "sim/decision_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "codelets/splitmix.hpp"
+#include "sim/simulator.hpp"
+
+namespace rrfp {
+
+namespace {
+
+void check_sizes(const Hint& hint, const ArbiterTimes& t, const std::vector<std::vector<int>>& order) {
+  const TaskGraph& g = *hint.graph;
+  const size_t n = g.size();
+  if (t.ready.size() != n || t.ask.size() != n || t.take.size() != n || t.finish.size() != n)
+    throw SpecError(fmt::format("decision check: {} ready, {} ask, {} take and {} finish times for a graph of {} tasks",
+                                t.ready.size(), t.ask.size(), t.take.size(), t.finish.size(), n));
+  if (order.size() != static_cast<size_t>(hint.devices()))
+    throw SpecError(fmt::format("decision check: orders of {} devices for a hint on {}", order.size(), hint.devices()));
+  size_t total = 0;
+  for (const auto& o : order) {
+    for (int id : o)
+      if (id < 0 || static_cast<size_t>(id) >= n) throw SpecError(fmt::format("decision check: task id {} out of range", id));
+    total += o.size();
+  }
+  if (total != n) throw SpecError(fmt::format("decision check: the orders hold {} tasks, the graph {}", total, n));
+  if (!t.wait.empty() && t.wait.size() != n)
+    throw SpecError(fmt::format("decision check: {} wait times for a graph of {} tasks", t.wait.size(), n));
+  for (size_t id = 0; id < n; ++id)
+    if (!(t.ready[id] >= 0 && t.ask[id] >= 0 && t.take[id] >= std::max(t.ready[id], t.ask[id]) &&
+          t.finish[id] >= t.take[id]))
+      throw SpecError(fmt::format("decision check: {} has no consistent ready, ask, take and finish times",
+                                  g.label(static_cast<int>(id))));
+}
+
+// The first place where `sim` differs from `rec`, into c; false if none.
+bool first_difference(const std::vector<std::vector<int>>& rec, const std::vector<std::vector<int>>& sim,
+                      DecisionCheck& c) {
+  for (size_t d = 0; d < rec.size(); ++d) {
+    const size_t len = std::max(rec[d].size(), sim[d].size());
+    for (size_t i = 0; i < len; ++i) {
+      const int a = i < rec[d].size() ? rec[d][i] : -1, b = i < sim[d].size() ? sim[d][i] : -1;
+      if (a == b) continue;
+      c.device = static_cast<int>(d), c.position = static_cast<int>(i), c.recorded = a, c.simulated = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+double dispatch_delay_s(const Hint& hint, const ArbiterTimes& t, const std::vector<std::vector<int>>& order,
+                        double quantile) {
+  check_sizes(hint, t, order);
+  std::vector<double> late(t.take.size());
+  for (size_t id = 0; id < late.size(); ++id) late[id] = t.take[id] - std::max(t.ask[id], t.ready[id]);
+  if (late.empty()) return 0;
+  const size_t k = std::min(late.size() - 1, static_cast<size_t>(std::floor(quantile * (late.size() - 1))));
+  std::nth_element(late.begin(), late.begin() + static_cast<long>(k), late.end());
+  return late[k];
+}
+
+DecisionCheck check_decisions(const Hint& hint, const ArbiterTimes& t, const std::vector<std::vector<int>>& order,
+                              const DecisionCheckOptions& opt) {
+  check_sizes(hint, t, order);
+  if (opt.draws < 0) throw SpecError("decision check: draws must be >= 0");
+  const int n = hint.graph->size();
+  DecisionCheck c;
+  c.decisions = n;
+  c.draws = opt.draws;
+  c.noise_s = opt.noise_s >= 0 ? opt.noise_s : dispatch_delay_s(hint, t, order);
+  std::vector<double> late(n, 0);  // perturbations of the finishes
+  auto waited_at = [&](int id) { return t.wait.empty() ? -1.0 : t.wait[id]; };
+  SimOptions so;
+  so.mode = opt.mode;
+  so.inflight_slack = opt.inflight_slack;
+  so.wait_ratio = opt.wait_ratio;
+  so.end_at = [&](int id, double start) { return std::max(start, t.finish[id] + late[id]); };
+  // A device starts asking when its worker did, after the task before.
+  so.ask_delay = [&](int d, int started) {
+    if (started <= 0 || started >= static_cast<int>(order[d].size())) return 0.0;
+    return t.ask[order[d][started]] - t.finish[order[d][started - 1]];
+  };
+  // A message crossing devices arrives when its consumer became ready;
+  // tasks without inputs are ready when they were submitted.
+  so.comm.serialize_links = false;
+  so.comm.extra = [&](int from, int to) { return std::max(0.0, t.ready[to] - t.finish[from]); };
+  so.source_ready = [&](int id) { return t.ready[id]; };
+  // (device, position) -> the recorded take: workers found late.
+  std::map<std::pair<int, int>, double> holds;
+  so.hold_until = [&](int d, int started) {
+    const auto it = holds.find({d, started});
+    return it == holds.end() ? 0.0 : it->second;
+  };
+  // Replays until the orders agree, or differ where no late worker explains it.
+  auto agrees = [&](DecisionCheck& where) {
+    for (;;) {
+      SimResult r = simulate(hint, so);
+      if (!r.complete) throw std::logic_error("decision check: the replay did not complete: " + r.stuck);
+      DecisionCheck first;  // the difference the replay reached first
+      double first_t = std::numeric_limits<double>::infinity();
+      for (size_t d = 0; d < order.size(); ++d) {
+        DecisionCheck here;
+        std::vector<std::vector<int>> one_rec{order[d]}, one_sim{r.executed[d]};
+        if (!first_difference(one_rec, one_sim, here)) continue;
+        const double at = here.simulated >= 0 ? r.start[here.simulated] : std::numeric_limits<double>::infinity();
+        if (at < first_t || first.device < 0) {
+          first = here, first_t = at;
+          first.device = static_cast<int>(d);
+        }
+      }
+      if (first.device < 0) return true;
+      where.device = first.device, where.position = first.position;
+      where.recorded = first.recorded, where.simulated = first.simulated;
+      const bool waited = first.recorded >= 0 && waited_at(first.recorded) >= 0;
+      const auto key = std::make_pair(first.device, first.position);
+      if (first.recorded < 0 || waited || holds.count(key) || !(t.take[first.recorded] > first_t + c.noise_s))
+        return false;
+      holds[key] = t.take[first.recorded];
+    }
+  };
+  c.exact = agrees(c);
+  if (c.exact) c.device = -1;
+  c.late_workers = static_cast<int>(holds.size());
+  const auto found = holds;
+  // Pinned: every device takes each task when the run's did; where the run
+  // decided a bounded wait first, it asks when the run's decided it, and
+  // decides the wait again.
+  {
+    SimOptions pinned = so;
+    pinned.hold_until = [&](int d, int started) {
+      if (started >= static_cast<int>(order[d].size())) return 0.0;
+      const int id = order[d][started];
+      return waited_at(id) >= 0 ? waited_at(id) : t.take[id];
+    };
+    SimResult r = simulate(hint, pinned);
+    DecisionCheck ignored;
+    c.pinned = r.complete && !first_difference(order, r.executed, ignored);
+  }
+  std::uint64_t rng = opt.seed;
+  DecisionCheck ignored;
+  for (int k = 0; k < opt.draws; ++k) {
+    so.tie_shuffle_seed = splitmix64_next(rng) | 1;
+    for (double& x : late) x = c.noise_s * static_cast<double>(splitmix64_next(rng) >> 11) * 0x1p-53;
+    holds = found;
+    if (agrees(ignored)) ++c.draws_matching;
+  }
+  return c;
+}
+
+std::string DecisionCheck::describe(const TaskGraph& g) const {
+  std::string s = fmt::format(
+      "{} decisions: the replay {} ({} late workers held); {} of {} replays perturbed by up to {:.3f} ms agree; the "
+      "pinned replay {}",
+      decisions, exact ? "agrees" : "differs", late_workers, draws_matching, draws, noise_s * 1e3,
+      pinned ? "agrees" : "differs");
+  if (device >= 0)
+    s += fmt::format(" (first difference: device {}, position {}: recorded {}, simulated {})", device, position,
+                     recorded >= 0 ? g.label(recorded) : "nothing", simulated >= 0 ? g.label(simulated) : "nothing");
+  return s;
+}
+
+}  // namespace rrfp
