@@ -95,7 +95,7 @@ DecisionCheck check_decisions(const Hint& hint, const ArbiterTimes& t, const std
   so.source_ready = [&](int id) { return t.ready[id]; };
   // (device, position) -> the recorded take: workers found late.
   std::map<std::pair<int, int>, double> holds;
-  so.hold_until = [&](int d, int started) {
+  so.hold_until = [&](int d, int started, double) {
     const auto it = holds.find({d, started});
     return it == holds.end() ? 0.0 : it->second;
   };
@@ -130,15 +130,15 @@ DecisionCheck check_decisions(const Hint& hint, const ArbiterTimes& t, const std
   if (c.exact) c.device = -1;
   c.late_workers = static_cast<int>(holds.size());
   const auto found = holds;
-  // Pinned: every device takes each task when the run's did; where the run
-  // decided a bounded wait first, it asks when the run's decided it, and
-  // decides the wait again.
+  // Pinned: the arbiter is asked for each task when the run's took it, and
+  // where the run decided a bounded wait first, also when it decided that
+  // (the wait is decided again; a worker late to give up is late here too).
   {
     SimOptions pinned = so;
-    pinned.hold_until = [&](int d, int started) {
+    pinned.hold_until = [&](int d, int started, double now) {
       if (started >= static_cast<int>(order[d].size())) return 0.0;
       const int id = order[d][started];
-      return waited_at(id) >= 0 ? waited_at(id) : t.take[id];
+      return waited_at(id) >= now ? waited_at(id) : t.take[id];
     };
     SimResult r = simulate(hint, pinned);
     DecisionCheck ignored;

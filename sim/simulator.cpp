@@ -116,7 +116,7 @@ class Sim {
   void dispatch(int d, double t) {
     if (!idle_[d]) return;
     if (o_.hold_until) {
-      const double h = o_.hold_until(d, static_cast<int>(r_.executed[d].size()));
+      const double h = o_.hold_until(d, static_cast<int>(r_.executed[d].size()), t);
       if (t < h) {
         if (h != wake_pending_[d]) wake_pending_[d] = h, push(h, d, Event::Wake);
         return;

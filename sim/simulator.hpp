@@ -68,10 +68,10 @@ struct SimOptions {
   // one (a worker's latency), given the device and how many tasks it has
   // started; default 0.
   std::function<double(int device, int started)> ask_delay;
-  // Optional: the earliest time a device may start its next task, given the
-  // device and how many tasks it has started (a worker that was late to
-  // ask); the arbiter is not asked before then.
-  std::function<double(int device, int started)> hold_until;
+  // Optional: the earliest time at or after `now` at which the arbiter may
+  // be asked for a device's next task, given the device and how many tasks
+  // it has started (a worker late to ask, or a replay's recorded instants).
+  std::function<double(int device, int started, double now)> hold_until;
   // Optional: when a task started at `start` ends, instead of start +
   // duration(task) (a replay pins recorded finishes).
   std::function<double(int task, double start)> end_at;
