@@ -14,7 +14,7 @@ case $kind in
     cmake --build build-asan -j"$(nproc)" --target rrfp_core_tests rrfp_runtime_tests rrfp_train_tests rrfp_cli_tests rrfp_cli
     # Leak detection is off: StarPU, fontconfig and dlopen'd libraries leak at exit.
     ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j"$(nproc)" \
-      -R 'Arbiter|Simulator|Csv|Graph|Zoo|Validator|Generators|Runtime|CostModel|Plot|CliSim|CliTopo|LinearTape|TrainGrad|Blas|DataFlow|SchedApi|EdgeOrder|BoundedWait|DurationTrace|TrainSeqLen|Tuner|GreedySchedule|TrainPartition|CliTune|TrainAsync|TrainAmdp|TrainEval|AsyncModel'
+      -R 'Arbiter|Simulator|Csv|Graph|Zoo|Validator|Generators|Runtime|CostModel|Plot|CliSim|CliTopo|LinearTape|TrainGrad|Blas|DataFlow|SchedApi|EdgeOrder|BoundedWait|DurationTrace|TrainSeqLen|Tuner|GreedySchedule|TrainPartition|CliTune|TrainAsync|TrainAmdp|TrainEval|AsyncModel|DecisionCheck'
     ;;
   thread)
     cmake -S . -B build-tsan -DRRFP_SANITIZE=thread -DRRFP_BUILD_PERF=OFF
@@ -22,7 +22,7 @@ case $kind in
     # StarPU and LibTorch are not instrumented: tests/tsan.supp suppresses three hand-offs inside them TSan cannot see.
     export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1"
     build-tsan/tests/rrfp_runtime_tests \
-      --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*:RuntimeAsync.*:RuntimeAmdp.*:RuntimeCuda.Cpu*:RuntimeCuda.CudaWorkers*'
+      --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*:RuntimeAsync.*:RuntimeAmdp.*:RuntimeSimAgreement.*:RuntimeCuda.Cpu*:RuntimeCuda.CudaWorkers*'
     build-tsan/tests/rrfp_train_tests \
       --gtest_filter='TrainTensorParallel.Grad*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:TrainSeqLen.*:TrainPartition.*:TrainAsync.*:TrainAmdp.*'
     ;;
