@@ -1,5 +1,7 @@
 #include "runtime/executor.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <starpu.h>
 
