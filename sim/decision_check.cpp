@@ -39,19 +39,19 @@ void check_sizes(const Hint& hint, const ArbiterTimes& t, const std::vector<std:
                                   g.label(static_cast<int>(id))));
 }
 
-// The first place where `sim` differs from `rec`, into c; false if none.
-bool first_difference(const std::vector<std::vector<int>>& rec, const std::vector<std::vector<int>>& sim,
-                      DecisionCheck& c) {
-  for (size_t d = 0; d < rec.size(); ++d) {
-    const size_t len = std::max(rec[d].size(), sim[d].size());
-    for (size_t i = 0; i < len; ++i) {
-      const int a = i < rec[d].size() ? rec[d][i] : -1, b = i < sim[d].size() ? sim[d][i] : -1;
-      if (a == b) continue;
-      c.device = static_cast<int>(d), c.position = static_cast<int>(i), c.recorded = a, c.simulated = b;
-      return true;
-    }
-  }
-  return false;
+// The first position where one device's simulated order differs from its
+// recorded one, or -1.
+int first_difference(const std::vector<int>& rec, const std::vector<int>& sim) {
+  const size_t len = std::max(rec.size(), sim.size());
+  for (size_t i = 0; i < len; ++i)
+    if ((i < rec.size() ? rec[i] : -1) != (i < sim.size() ? sim[i] : -1)) return static_cast<int>(i);
+  return -1;
+}
+
+bool same_orders(const std::vector<std::vector<int>>& rec, const std::vector<std::vector<int>>& sim) {
+  for (size_t d = 0; d < rec.size(); ++d)
+    if (first_difference(rec[d], sim[d]) >= 0) return false;
+  return true;
 }
 
 }  // namespace
@@ -99,35 +99,35 @@ DecisionCheck check_decisions(const Hint& hint, const ArbiterTimes& t, const std
     const auto it = holds.find({d, started});
     return it == holds.end() ? 0.0 : it->second;
   };
-  // Replays until the orders agree, or differ where no late worker explains it.
+  // Replays until the orders agree, or differ where no late worker explains
+  // it (that difference into `where`).
   auto agrees = [&](DecisionCheck& where) {
     for (;;) {
       SimResult r = simulate(hint, so);
       if (!r.complete) throw std::logic_error("decision check: the replay did not complete: " + r.stuck);
-      DecisionCheck first;  // the difference the replay reached first
+      // The difference the replay reached first, in simulated time.
+      int dev = -1, pos = -1;
       double first_t = std::numeric_limits<double>::infinity();
       for (size_t d = 0; d < order.size(); ++d) {
-        DecisionCheck here;
-        std::vector<std::vector<int>> one_rec{order[d]}, one_sim{r.executed[d]};
-        if (!first_difference(one_rec, one_sim, here)) continue;
-        const double at = here.simulated >= 0 ? r.start[here.simulated] : std::numeric_limits<double>::infinity();
-        if (at < first_t || first.device < 0) {
-          first = here, first_t = at;
-          first.device = static_cast<int>(d);
-        }
+        const int i = first_difference(order[d], r.executed[d]);
+        if (i < 0) continue;
+        const bool ran = i < static_cast<int>(r.executed[d].size());
+        const double at = ran ? r.start[r.executed[d][i]] : std::numeric_limits<double>::infinity();
+        if (dev < 0 || at < first_t) dev = static_cast<int>(d), pos = i, first_t = at;
       }
-      if (first.device < 0) return true;
-      where.device = first.device, where.position = first.position;
-      where.recorded = first.recorded, where.simulated = first.simulated;
-      const bool waited = first.recorded >= 0 && waited_at(first.recorded) >= 0;
-      const auto key = std::make_pair(first.device, first.position);
-      if (first.recorded < 0 || waited || holds.count(key) || !(t.take[first.recorded] > first_t + c.noise_s))
-        return false;
-      holds[key] = t.take[first.recorded];
+      if (dev < 0) return true;
+      const auto& rec = order[dev];
+      const auto& sim = r.executed[dev];
+      where.device = dev, where.position = pos;
+      where.recorded = pos < static_cast<int>(rec.size()) ? rec[pos] : -1;
+      where.simulated = pos < static_cast<int>(sim.size()) ? sim[pos] : -1;
+      const int id = where.recorded;
+      const auto key = std::make_pair(dev, pos);
+      if (id < 0 || waited_at(id) >= 0 || holds.count(key) || !(t.take[id] > first_t + c.noise_s)) return false;
+      holds[key] = t.take[id];
     }
   };
   c.exact = agrees(c);
-  if (c.exact) c.device = -1;
   c.late_workers = static_cast<int>(holds.size());
   const auto found = holds;
   // Pinned: the arbiter is asked for each task when the run's took it, and
@@ -141,8 +141,7 @@ DecisionCheck check_decisions(const Hint& hint, const ArbiterTimes& t, const std
       return waited_at(id) >= now ? waited_at(id) : t.take[id];
     };
     SimResult r = simulate(hint, pinned);
-    DecisionCheck ignored;
-    c.pinned = r.complete && !first_difference(order, r.executed, ignored);
+    c.pinned = r.complete && same_orders(order, r.executed);
   }
   std::uint64_t rng = opt.seed;
   DecisionCheck ignored;
