@@ -8,6 +8,7 @@ set(RRFP_PUBLIC_HEADERS_core
   graph/pipeline_spec.hpp graph/task_graph.hpp
   hints/csv.hpp hints/generators.hpp hints/hint.hpp hints/list_sched.hpp hints/replay.hpp hints/validate.hpp
   sched/arbiter.hpp
+  sched/memory_budget.hpp
   sim/compare.hpp sim/decision_check.hpp sim/formulas.hpp sim/scenario.hpp sim/sim_timeline.hpp sim/simulator.hpp sim/sweep.hpp
   codelets/cost_model.hpp codelets/duration_trace.hpp
   comm/edge_order.hpp

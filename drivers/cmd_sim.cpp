@@ -71,6 +71,7 @@ void run_plan(const SimFlags& f, Hint& h, Scenario& sc) {
   ob.mode = base.mode;
   ob.inflight_slack = base.inflight_slack;
   sc = cost_scenario(p.costs, ob, base.cost.seed);
+  sc.memory_budget = enforced_budget(h, p.costs, ob);  // as `rrfp train --plan` enforces the plan's limit
   const StepEstimate e = estimate_step(h, p.costs, ob);
   fmt::print("plan {}: {} {} partition {}; mean step over {} seeds {:.3f} ms (predicted when tuned: {:.3f} ms)\n",
              f.plan, p.placement, p.schedule, fmt::join(p.counts, ","), ob.seeds, e.step_s * 1e3,

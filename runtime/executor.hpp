@@ -54,6 +54,10 @@ struct ExecOptions {
   int inflight_slack = 0;         // added to the hint's in-flight peak (rrfp: RRFP_INFLIGHT_SLACK)
   std::vector<int> inflight_cap;  // per device; empty = hint peak + slack
   double wait_ratio = kDefaultWaitRatio;  // rrfp-wait (ArbiterOptions::wait_ratio)
+  // Activation bytes per device, bounded by the rrfp policies next to the
+  // in-flight count (sched/memory_budget.hpp; `rrfp train --plan` with a
+  // memory limit). Other policies cannot enforce it and are refused.
+  MemoryBudgetOptions memory_budget;
   // Delay (seconds) of the k-th input edge of `task` when it crosses
   // devices; empty = no delay (the transfer task still exists).
   std::function<double(int task, int k)> link_delay_s;

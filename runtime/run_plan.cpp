@@ -35,9 +35,12 @@ RunPlan plan_run(const Hint& hint, const ExecOptions& opt, std::vector<unsigned 
     if (!rr.complete)
       throw ExecError(fmt::format("static-order: hint '{}' cannot run in strict order:\n{}", hint.name, rr.stuck));
   }
+  if (!opt.memory_budget.device_bytes.empty() && !p.choice.uses_arbiter())
+    throw SpecError(fmt::format("a memory budget per device is enforced by the rrfp policies only, not by '{}'",
+                                p.choice.name));
   if (p.choice.uses_arbiter())
-    p.arb = std::make_unique<Arbiter>(
-        hint, ArbiterOptions{arbiter_mode(p.choice.kind), p.slack, opt.inflight_cap, std::move(local), opt.wait_ratio});
+    p.arb = std::make_unique<Arbiter>(hint, ArbiterOptions{arbiter_mode(p.choice.kind), p.slack, opt.inflight_cap,
+                                                           std::move(local), opt.wait_ratio, opt.memory_budget});
   return p;
 }
 

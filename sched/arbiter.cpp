@@ -24,7 +24,8 @@ const char* mode_policy_name(Mode m) {
   return "?";
 }
 
-Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt) : hint_(hint), opt_(std::move(opt)) {
+Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt)
+    : hint_(hint), opt_(std::move(opt)), budget_(hint_, opt_.memory) {
   const TaskGraph& g = *hint_.graph;
   const int D = hint_.devices();
   if (opt_.inflight_slack < 0) throw SpecError("in-flight slack must not be negative");
@@ -73,7 +74,7 @@ bool Arbiter::forward_allowed(const Device& dev, int device, int task) const {
     int idx = fwd_index_[task];
     reserve = idx - started_before(dev, idx);
   }
-  return dev.inflight + reserve + 1 <= cap_[device];
+  return dev.inflight + reserve + 1 <= cap_[device] && budget_.allows(device, fwd_index_[task], task);
 }
 
 void Arbiter::on_ready(int task, double now) {
@@ -114,6 +115,7 @@ void Arbiter::start(Device& dev, int task, double now) {
   if (hint_.graph->task(task).kind == Kind::F) {
     dev.peak = std::max(dev.peak, ++dev.inflight);
     for (int i = fwd_index_[task] + 1; i <= dev.nfwd; i += i & -i) ++dev.fenwick[i];
+    budget_.on_start(hint_.graph->task(task).device, fwd_index_[task], task);
   }
 }
 
@@ -252,6 +254,7 @@ void Arbiter::on_finish(int task, double now) {
     if (start_t_[task] >= 0) pass_mean_[static_cast<size_t>(t.stage) * kNumKinds + static_cast<int>(t.kind)].add(now - start_t_[task]);
   }
   if (is_backward(t.kind)) --dev_[t.device].inflight;
+  budget_.on_finish(task);
   --running_;
   --remaining_;
 }
@@ -288,6 +291,8 @@ std::string Arbiter::describe() const {
     if (!is_local(d)) continue;
     const Device& dev = dev_[d];
     s += fmt::format("  device {}: in-flight {}/{}", d, dev.inflight, cap_[d]);
+    if (budget_.enabled())
+      s += fmt::format(", activations {:.2f}/{:.2f} MiB", budget_.held(d) / 1048576, budget_.budget(d) / 1048576);
     if (opt_.mode == Mode::Strict) {
       if (dev.next < hint_.order[d].size()) {
         int task = hint_.order[d][dev.next];
@@ -304,7 +309,8 @@ std::string Arbiter::describe() const {
     } else {
       s += fmt::format(", {} ready", dev.fwd.size() + dev.other.size());
       if (!dev.fwd.empty() && !forward_allowed(dev, d, dev.fwd.front().task))
-        s += fmt::format(", forward {} held back by the in-flight cap", g.label(dev.fwd.front().task));
+        s += fmt::format(", forward {} held back by the in-flight cap{}", g.label(dev.fwd.front().task),
+                         budget_.enabled() ? " or the memory budget" : "");
       if (dev.wake >= 0 && dev.waiting_for >= 0) s += fmt::format(", waiting for {}", g.label(dev.waiting_for));
     }
     s += "\n";

@@ -18,13 +18,15 @@
 // ReadinessFirst a forward also leaves room for the forwards the hint places
 // before it that have not started yet, so taking a later forward early can
 // never starve an earlier one of memory (which could deadlock interleaved
-// and V-shape hints).
+// and V-shape hints). With a byte budget (ArbiterOptions::memory) the same
+// holds in activation bytes per device as well (sched/memory_budget.hpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "hints/hint.hpp"
+#include "sched/memory_budget.hpp"
 
 namespace rrfp {
 
@@ -45,6 +47,8 @@ struct ArbiterOptions {
   // arrival is less than wait_ratio x the alternative's expected duration
   // away, and never longer than that.
   double wait_ratio = kDefaultWaitRatio;
+  // Optional: each device's activation bytes, bounded next to the count cap.
+  MemoryBudgetOptions memory{};
 };
 
 class Arbiter {
@@ -79,6 +83,7 @@ class Arbiter {
   int cap(int device) const { return cap_[device]; }
   int inflight(int device) const { return dev_[device].inflight; }
   int peak_inflight(int device) const { return dev_[device].peak; }
+  const MemoryBudget& memory() const { return budget_; }
   int running() const { return running_; }
   int remaining() const { return remaining_; }  // local tasks not finished
   bool is_local(int device) const { return opt_.local.empty() || opt_.local[device] != 0; }
@@ -129,6 +134,7 @@ class Arbiter {
   const Hint& hint_;
   ArbiterOptions opt_;
   std::vector<int> cap_;
+  MemoryBudget budget_;
   std::vector<Device> dev_;
   std::vector<int> fwd_index_;  // per task: index among its device's forwards in hint order
   std::vector<unsigned char> ready_, started_, finished_;

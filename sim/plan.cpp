@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "hints/csv.hpp"
+#include "sched/memory_budget.hpp"
 #include "sim/json_file.hpp"
 
 namespace rrfp {
@@ -146,14 +147,41 @@ Scenario cost_scenario(const StageCosts& c, const Objective& o, std::uint64_t se
   return sc;
 }
 
+std::vector<double> activation_budget(const Hint& h, const StageCosts& c, double limit) {
+  std::vector<double> b(h.devices(), limit);
+  for (int d = 0; d < h.devices(); ++d)
+    for (int s : h.spec().stages_on(d)) b[d] -= kStateCopies * c.weight_bytes[s];
+  return b;
+}
+
+std::vector<double> enforced_budget(const Hint& h, const StageCosts& c, const Objective& o) {
+  if (o.memory_bytes <= 0) return {};
+  std::vector<double> b = activation_budget(h, c, o.memory_bytes);
+  const MemoryBudget probe(h, {c.activation_bytes, std::vector<double>(h.devices(), 1e300), true});
+  for (int d = 0; d < h.devices(); ++d)
+    if (probe.hint_peak(d) > b[d]) return {};
+  return b;
+}
+
 StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& o) {
   if (o.seeds < 1) throw SpecError("the prediction needs at least one seed");
   StepEstimate e;
   const int D = h.devices();
   e.memory.assign(D, 0);
   e.busy_s.assign(D, 0);
+  // A limit is enforced, as `rrfp train --plan` does, where the hint's own
+  // order fits it; where it does not, the plan cannot run within the limit:
+  // its memory is at least what that order needs, so it does not fit.
+  const std::vector<double> budget = enforced_budget(h, c, o);
+  if (o.memory_bytes > 0) {  // at least what the hint's own order holds: activations and state
+    const MemoryBudget probe(h, {c.activation_bytes, std::vector<double>(D, 1e300), true});
+    const std::vector<double> act = activation_budget(h, c, o.memory_bytes);
+    for (int d = 0; d < D; ++d) e.memory[d] = probe.hint_peak(d) + (o.memory_bytes - act[d]);
+  }
   for (int seed = 1; seed <= o.seeds; ++seed) {
-    const ScenarioResult r = run_scenario(h, cost_scenario(c, o, static_cast<std::uint64_t>(seed)));
+    Scenario sc = cost_scenario(c, o, static_cast<std::uint64_t>(seed));
+    sc.memory_budget = budget;
+    const ScenarioResult r = run_scenario(h, sc);
     if (!r.sim.complete) {
       e.stuck = r.sim.stuck;
       return e;
@@ -176,6 +204,7 @@ Objective plan_objective(const Plan& p) {
   o.bandwidth_Bps = p.bandwidth_Bps;
   o.link_ms = p.link_ms;
   o.seeds = p.seeds;
+  o.memory_bytes = p.memory_limit_bytes;
   return o;
 }
 

@@ -55,6 +55,10 @@ struct Objective {
   int inflight_slack = 0;
   double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // 0 bandwidth: infinite
   int seeds = 5;
+  // Per device, enforced as a byte budget (sched/memory_budget.hpp): the
+  // activations may take the limit less kStateCopies x the stages'
+  // weights. 0: no limit.
+  double memory_bytes = 0;
 };
 struct StepEstimate {
   bool complete = false;
@@ -65,6 +69,13 @@ struct StepEstimate {
 };
 // One simulated scenario (seed `seed`) of a hint under stage costs.
 Scenario cost_scenario(const StageCosts& c, const Objective& o, std::uint64_t seed);
+// Per device of `h`: `limit` less kStateCopies x the weights of its stages,
+// what its activations may take (negative: the weights alone do not fit).
+std::vector<double> activation_budget(const Hint& h, const StageCosts& c, double limit);
+// The byte budget (SimOptions::memory_budget) that `rrfp train --plan`
+// enforces for o.memory_bytes; empty without a limit, or where the hint's
+// own order does not fit it (then no run can keep to the limit).
+std::vector<double> enforced_budget(const Hint& h, const StageCosts& c, const Objective& o);
 StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& o);
 // The objective a plan was tuned under (its link, seeds, policy and slack).
 Objective plan_objective(const Plan& p);

@@ -26,6 +26,7 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
     return 0.0;
   };
   o.memory = sc.memory;
+  o.memory_budget = sc.memory_budget;
   o.update_group = sc.update_group;
   o.gate_lag = sc.gate_lag;
   ScenarioResult r{simulate(hint, o), lower_bound(g, d)};

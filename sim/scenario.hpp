@@ -14,6 +14,7 @@ struct Scenario {
   CostOptions cost;
   CommModel comm;      // latency/bandwidth on top of the cost model's link delays
   MemoryModel memory;
+  std::vector<double> memory_budget;  // per device, SimOptions::memory_budget (empty: none)
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
   double wait_ratio = kDefaultWaitRatio;  // Mode::BoundedWait

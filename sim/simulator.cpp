@@ -29,18 +29,24 @@ struct Event {
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
-ArbiterOptions arbiter_options(const SimOptions& o) {
+ArbiterOptions arbiter_options(const Hint& h, const SimOptions& o) {
   ArbiterOptions a;
   a.mode = o.mode;
   a.inflight_slack = o.inflight_slack;
   a.wait_ratio = o.wait_ratio;
+  if (!o.memory_budget.empty()) {
+    a.memory.device_bytes = o.memory_budget;
+    a.memory.stage_bytes = o.memory.activation_bytes;
+    if (a.memory.stage_bytes.empty()) a.memory.stage_bytes.assign(h.graph->spec().stages, 1.0);
+    a.memory.release_at_w = o.memory.release_at_w;
+  }
   return a;
 }
 
 class Sim {
  public:
   Sim(const Hint& h, const SimOptions& o)
-      : h_(h), g_(*h.graph), o_(o), arb_(h, arbiter_options(o)), holds_(*h.graph, o.update_group, o.gate_lag) {}
+      : h_(h), g_(*h.graph), o_(o), arb_(h, arbiter_options(h, o)), holds_(*h.graph, o.update_group, o.gate_lag) {}
 
   SimResult run() {
     if (!o_.duration && !o_.end_at) throw SpecError("simulator needs a duration function");

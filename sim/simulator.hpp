@@ -49,6 +49,9 @@ struct SimOptions {
   std::function<double(int)> duration;  // required unless end_at is set
   CommModel comm;
   MemoryModel memory;
+  // Per device: the activation bytes the arbiter lets it hold (memory.
+  // activation_bytes per forward, sched/memory_budget.hpp); empty = no budget.
+  std::vector<double> memory_budget;
   // Asynchronous updates (docs/async.md), as on the runtime's grouped
   // epilogues: update_group > 0 orders each group of that many microbatches'
   // W/BW on a stage after the previous group's (the stage's update between

@@ -236,7 +236,9 @@ std::vector<int> balanced_counts(const ModelProfile& p, int S) {
   return counts;
 }
 
-Plan tune(const ModelProfile& prof, const TuneOptions& o) {
+Plan tune(const ModelProfile& prof, const TuneOptions& options) {
+  TuneOptions o = options;
+  o.objective.memory_bytes = o.memory_bytes;  // enforced in simulation as `rrfp train --plan` enforces it
   if (o.devices < 1) throw SpecError("--devices must be at least 1");
   if (o.microbatches < 1) throw SpecError("--microbatches must be at least 1");
   if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");

@@ -144,6 +144,23 @@ TEST(TrainPartition, TunedPlanTrainsWithinItsMemoryLimit) {
   other = o;
   other.micro_batch_size = 3;
   EXPECT_THROW(train(other), SpecError);
+  // The limit is enforced by the rrfp policies: one that cannot is refused,
+  auto message = [](const TrainOptions& t) {
+    try {
+      train(t);
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  other = o;
+  other.policy = "eager";
+  EXPECT_NE(message(other).find("memory budget"), std::string::npos) << message(other);
+  // and a limit the weights and their AdamW state alone exceed is named.
+  Plan tight = plan;
+  tight.memory_limit_bytes = 1024;
+  write_plan(path, tight);
+  EXPECT_NE(message(o).find("weights and AdamW state alone exceed"), std::string::npos) << message(o);
 }
 
 }  // namespace rrfp::train

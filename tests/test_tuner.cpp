@@ -11,6 +11,7 @@
 #include "hints/gen_greedy.hpp"
 #include "hints/generators.hpp"
 #include "hints/validate.hpp"
+#include "sched/memory_budget.hpp"
 #include "sim/plan.hpp"
 #include "sim/scenario.hpp"
 #include "sim/tuner.hpp"
@@ -114,6 +115,7 @@ TEST(Tuner, NeverExceedsTheMemoryLimitAndRefusesAnImpossibleOne) {
   o.microbatches = 8;
   const Plan free = tune(p, o);
   const double need = *std::max_element(free.memory_bytes.begin(), free.memory_bytes.end());
+  int over_free = 0;
   for (double frac : {0.9, 0.75, 0.6}) {
     o.memory_bytes = need * frac;
     Plan plan;
@@ -131,7 +133,35 @@ TEST(Tuner, NeverExceedsTheMemoryLimitAndRefusesAnImpossibleOne) {
         EXPECT_LE(r.sim.peak_activation_bytes[d] + kStateCopies * r.sim.weight_bytes[d], o.memory_bytes + 1e-6)
             << "device " << d << " at " << frac << " of the free plan's memory, seed " << seed;
     }
+    // `rrfp train --plan` enforces the limit: the plan's own order fits its
+    // budget. Tightened to that order's own need, the budget binds: with
+    // slack, readiness-first goes above it without the budget, never with.
+    const Hint h = plan_hint(plan);
+    Objective ob = plan_objective(plan);
+    ASSERT_FALSE(enforced_budget(h, plan.costs, ob).empty()) << "at " << frac;
+    const MemoryBudget probe(h, {plan.costs.activation_bytes, std::vector<double>(h.devices(), 1e300), true});
+    const std::vector<double> act = activation_budget(h, plan.costs, ob.memory_bytes);
+    double tight = 0;
+    for (int d = 0; d < o.devices; ++d) tight = std::max(tight, probe.hint_peak(d) + ob.memory_bytes - act[d]);
+    ob.memory_bytes = tight;
+    const std::vector<double> budget = enforced_budget(h, plan.costs, ob);
+    ASSERT_EQ(budget.size(), static_cast<size_t>(o.devices)) << "at " << frac;
+    for (std::uint64_t seed = 100; seed < 120; ++seed) {
+      Scenario sc = cost_scenario(plan.costs, ob, seed);
+      sc.mode = Mode::ReadinessFirst;
+      sc.inflight_slack = 3;
+      const ScenarioResult free_run = run_scenario(h, sc);
+      sc.memory_budget = budget;
+      const ScenarioResult r = run_scenario(h, sc);
+      ASSERT_TRUE(r.sim.complete) << r.sim.stuck;
+      for (int d = 0; d < o.devices; ++d) {
+        over_free += free_run.sim.peak_activation_bytes[d] + kStateCopies * free_run.sim.weight_bytes[d] > tight + 1e-6;
+        EXPECT_LE(r.sim.peak_activation_bytes[d] + kStateCopies * r.sim.weight_bytes[d], tight + 1e-6)
+            << "device " << d << " at " << frac << ", budget enforced, seed " << seed;
+      }
+    }
   }
+  EXPECT_GT(over_free, 0);
   o.memory_bytes = 1;  // nothing fits one byte
   try {
     tune(p, o);

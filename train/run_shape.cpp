@@ -30,7 +30,17 @@ ResolvedRun resolve_plan(TrainOptions o) {
   o.partition = plan.counts;
   Hint h = plan_hint(plan);
   o.hint = h.name;
-  return {std::move(o), std::move(h)};
+  MemoryBudgetOptions budget;
+  if (plan.memory_limit_bytes > 0) {  // enforced, as the tuner simulated it (sim/plan.cpp, estimate_step)
+    budget.stage_bytes = plan.costs.activation_bytes;
+    budget.release_at_w = true;
+    budget.device_bytes = activation_budget(h, plan.costs, plan.memory_limit_bytes);
+    for (int d = 0; d < plan.devices; ++d)
+      if (budget.device_bytes[d] < 0)
+        throw SpecError(fmt::format("plan '{}': device {}'s weights and AdamW state alone exceed its memory limit of "
+                                    "{:.2f} MiB", o.plan_path, d, plan.memory_limit_bytes / 1048576));
+  }
+  return {std::move(o), std::move(h), std::move(budget)};
 }
 
 }  // namespace
@@ -42,7 +52,7 @@ ResolvedRun resolve_run(TrainOptions o) {
     o.stages = h.devices();
     o.microbatches = h.spec().microbatches;
     o.hint = h.name;
-    return {std::move(o), std::move(h)};
+    return {std::move(o), std::move(h), {}};
   }
   HintParams hp;
   hp.stages = o.stages;
@@ -52,7 +62,7 @@ ResolvedRun resolve_run(TrainOptions o) {
   Hint h = make_hint(o.hint, hp);
   o.stages = h.devices();
   o.microbatches = h.spec().microbatches;
-  return {std::move(o), std::move(h)};
+  return {std::move(o), std::move(h), {}};
 }
 
 }  // namespace rrfp::train

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "hints/hint.hpp"
+#include "sched/memory_budget.hpp"
 #include "train/trainer.hpp"
 
 namespace rrfp::train {
@@ -13,6 +14,10 @@ namespace rrfp::train {
 struct ResolvedRun {
   TrainOptions o;  // stages, microbatches (and with a plan: partition, hint name) filled in
   Hint hint;
+  // A plan with a memory limit: each device's activation bytes, enforced
+  // by the rrfp policies (the limit less the stages' weights and AdamW
+  // state, kStateCopies x weights, as the tuner counts them).
+  MemoryBudgetOptions memory_budget;
 };
 
 // Throws SpecError naming the problem.

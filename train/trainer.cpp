@@ -26,6 +26,7 @@ Trainer::Impl::Impl(Resolved r)
       TP(o.tensor_parallel),
       mpi(o.executor == "starpu" && o.multi_rank) {
   one_intra_op_thread();
+  memory_budget = std::move(r.memory_budget);
   if (mm)
     model_ptr = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
   else
@@ -156,6 +157,7 @@ ExecOptions Trainer::Impl::exec_options(int step) {
   };
   eo.worker_init = warm_worker;
   eo.inflight_slack = o.inflight_slack;
+  eo.memory_budget = memory_budget;
   eo.link_delay_s = link_delays(o, step);
   std::int64_t elems = 1;
   for (auto x : msg_shape) elems *= x;

@@ -64,6 +64,7 @@ struct Trainer::Impl {
   const Fault fault{o.fail_task, o.fail_step};
   double predicted_bubble = 0;
   std::vector<int> order;                // replay executor
+  MemoryBudgetOptions memory_budget;     // --plan with a memory limit (run_shape.hpp)
   Timeline trace;
   std::mutex trace_mu;                   // --async: slices come from the workers
   std::vector<double> t_start, t_end;    // per task, seconds since t_run
