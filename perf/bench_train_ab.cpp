@@ -96,7 +96,7 @@ struct Args {
   std::string model = "gpt-tiny", hint = "1f1b", seq_len_dist = "fixed";
   int layers = 4, enc_layers = 2;
   std::string mlp_widths, plan;  // --plan: the tuned plan against --zoo-hints on the even partition
-  std::vector<std::string> zoo_hints = {"1f1b", "zb-h1", "interleaved-1f1b", "zbv"};
+  std::vector<std::string> zoo_hints = {"1f1b", "zb-h1", "interleaved-1f1b", "zbv", "chimera"};
   bool quiet = false;
 };
 

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <utility>
 
 #include "hints/csv.hpp"
+#include "hints/generators.hpp"
 #include "sched/memory_budget.hpp"
 #include "sim/json_file.hpp"
 
@@ -77,7 +80,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   p.schedule = j.value("schedule", "");
   p.policy = j.value("policy", "rrfp-wait");
   p.inflight_slack = j.value("inflight_slack", 0);
-  p.csv = need<std::string>(j, "hint_csv", source);
+  p.csv = p.placement == "bidirectional" ? j.value("hint_csv", "") : need<std::string>(j, "hint_csv", source);
   p.predicted_step_s = j.value("predicted_step_s", 0.0);
   p.seeds = j.value("predicted_seeds", 5);
   if (p.seeds < 1) throw SpecError(fmt::format("{}: predicted_seeds must be at least 1", source));
@@ -115,7 +118,18 @@ Plan read_plan(const std::string& path) { return parse_plan(read_json_file(path,
 void write_plan(const std::string& path, const Plan& p) { write_json_atomically(path, plan_json(p)); }
 
 Hint plan_hint(const Plan& p) {
-  Hint h = import_csv(p.csv, p.source + ": hint_csv");
+  Hint h;
+  if (p.placement == "bidirectional") {
+    // Two copies of each stage, one per direction: PyTorch's CSV names a
+    // stage by one rank, so the plan names its zoo hint ('schedule').
+    if (!p.csv.empty())
+      throw SpecError(fmt::format("{}: a bidirectional plan names its zoo hint in 'schedule', not in 'hint_csv'", p.source));
+    h = make_hint(p.schedule, {p.devices, p.microbatches, 0, -1, 0});
+    if (h.spec().pipelines() != 2)
+      throw SpecError(fmt::format("{}: schedule '{}' is not bidirectional", p.source, p.schedule));
+  } else {
+    h = import_csv(p.csv, p.source + ": hint_csv");
+  }
   const PipelineSpec& sp = h.spec();
   if (sp.devices != p.devices || sp.microbatches != p.microbatches || sp.stages != static_cast<int>(p.counts.size()))
     throw SpecError(fmt::format("{}: the hint has {} devices, {} microbatches and {} stages; the plan says {}, {} and {}",
@@ -149,8 +163,11 @@ Scenario cost_scenario(const StageCosts& c, const Objective& o, std::uint64_t se
 
 std::vector<double> activation_budget(const Hint& h, const StageCosts& c, double limit) {
   std::vector<double> b(h.devices(), limit);
-  for (int d = 0; d < h.devices(); ++d)
-    for (int s : h.spec().stages_on(d)) b[d] -= kStateCopies * c.weight_bytes[s];
+  const PipelineSpec& sp = h.spec();
+  std::set<std::pair<int, int>> held;  // (device, stage): a bidirectional device holds a copy per direction
+  for (int p = 0; p < sp.pipelines(); ++p)
+    for (int s = 0; s < sp.stages; ++s)
+      if (held.insert({sp.placement[p][s], s}).second) b[sp.placement[p][s]] -= kStateCopies * c.weight_bytes[s];
   return b;
 }
 

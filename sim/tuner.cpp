@@ -18,9 +18,13 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct Layout {
-  std::string name;  // linear | interleaved:V | vshape
+  std::string name;  // linear | interleaved:V | vshape | bidirectional
   int chunks = 1;
   bool vshape = false;
+  // Chimera: two pipelines in opposite directions over the same devices,
+  // each device holding stage d and stage D-1-d (a copy of each stage per
+  // direction). Zoo schedule only: the greedy generator builds one pipeline.
+  bool bidirectional = false;
 };
 
 PipelineSpec layout_spec(const Layout& l, int D, int M, bool split) {
@@ -32,24 +36,28 @@ PipelineSpec layout_spec(const Layout& l, int D, int M, bool split) {
 Layout parse_layout(const std::string& s) {
   if (s == "linear") return {s, 1, false};
   if (s == "vshape") return {s, 2, true};
+  if (s == "bidirectional") return {s, 1, false, true};
   if (s.rfind("interleaved:", 0) == 0) {
     const double v = parse_number(s.substr(12), "--placements interleaved:V");
     if (v < 2 || v > 64 || v != static_cast<int>(v))
       throw SpecError(fmt::format("--placements: '{}' needs an integer V in [2, 64]", s));
     return {s, static_cast<int>(v), false};
   }
-  throw SpecError(fmt::format("--placements: unknown placement '{}' (linear, interleaved:V, vshape)", s));
+  throw SpecError(fmt::format("--placements: unknown placement '{}' (linear, interleaved:V, vshape, bidirectional)", s));
 }
 
 // The zoo's hints for a layout; "greedy" and "greedy-wide" are generated per partition.
 std::vector<std::string> layout_schedules(const Layout& l) {
+  if (l.bidirectional) return {"chimera"};
   if (l.vshape) return {"zbv", "greedy", "greedy-wide"};
   if (l.chunks > 1) return {"interleaved-1f1b", "greedy", "greedy-wide"};
   return {"gpipe", "1f1b", "zb-h1", "zb-h2", "greedy", "greedy-wide"};
 }
 
 // The zoo hint a layout's greedy caps follow (its in-flight peaks).
-std::string reference_hint(const Layout& l) { return l.vshape ? "zbv" : l.chunks > 1 ? "interleaved-1f1b" : "1f1b"; }
+std::string reference_hint(const Layout& l) {
+  return l.bidirectional ? "chimera" : l.vshape ? "zbv" : l.chunks > 1 ? "interleaved-1f1b" : "1f1b";
+}
 
 struct Candidate {
   Layout layout;
@@ -247,6 +255,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   if (o.placements.empty()) {
     layouts.push_back(parse_layout("linear"));
     if (o.devices > 1) layouts.push_back(parse_layout("interleaved:2")), layouts.push_back(parse_layout("vshape"));
+    if (o.devices > 1 && o.devices % 2 == 0) layouts.push_back(parse_layout("bidirectional"));
   } else {
     for (const std::string& s : o.placements) layouts.push_back(parse_layout(s));
   }
@@ -319,7 +328,8 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   p.schedule = best_cand.schedule;
   p.policy = mode_policy_name(o.objective.mode);
   p.inflight_slack = o.objective.inflight_slack;
-  p.csv = export_csv(*best.hint);
+  // PyTorch's CSV names a stage by one rank: a bidirectional plan names its zoo hint instead.
+  if (sp.pipelines() == 1) p.csv = export_csv(*best.hint);
   p.predicted_step_s = best.step;
   p.memory_limit_bytes = o.memory_bytes;
   p.memory_bytes = best.mem;

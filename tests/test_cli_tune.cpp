@@ -2,7 +2,9 @@
 // end to end through the command line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -60,6 +62,29 @@ TEST(CliTune, ProfileTuneSimulateAndTrainThePlan) {
                        tmp("cli_plan.json") + " --steps 1");
   EXPECT_EQ(other.code, 2) << other.out;
   EXPECT_NE(other.out.find("was tuned for"), std::string::npos) << other.out;
+}
+
+// Chimera's placement (a copy of each stage per direction): tuned, within a
+// memory limit, simulated and trained from the plan, which names its zoo hint.
+TEST(CliTune, BidirectionalPlanUnderAMemoryLimitTrains) {
+  const std::string plan_path = tmp("cli_plan_bidir.json");
+  auto free = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 --placements bidirectional -o " +
+                      plan_path);
+  ASSERT_EQ(free.code, 0) << free.out;
+  nlohmann::json plan;
+  std::ifstream(plan_path) >> plan;
+  EXPECT_EQ(plan["placement"], "bidirectional");
+  EXPECT_EQ(plan["schedule"], "chimera");
+  double need = 0;
+  for (double m : plan["memory_bytes"]) need = std::max(need, m);
+  const std::string limit = std::to_string(need / 1048576 * 1.01);
+  auto t = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 --placements bidirectional " +
+                   "--memory-mb " + limit + " -o " + plan_path);
+  ASSERT_EQ(t.code, 0) << t.out;
+  auto s = run_cli("sim --plan " + plan_path);
+  EXPECT_EQ(s.code, 0) << s.out;
+  auto tr = run_cli("train " + kModel + " --plan " + plan_path + " --steps 2 --quiet");
+  EXPECT_EQ(tr.code, 0) << tr.out;
 }
 
 namespace {

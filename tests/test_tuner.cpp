@@ -194,7 +194,10 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   const Plan back = read_plan(path);
   EXPECT_EQ(back.counts, plan.counts);
   EXPECT_EQ(back.stage_device, plan.stage_device);
-  EXPECT_EQ(export_csv(plan_hint(back)), plan.csv);
+  if (plan.placement == "bidirectional")
+    EXPECT_EQ(plan_hint(back).spec().pipelines(), 2);
+  else
+    EXPECT_EQ(export_csv(plan_hint(back)), plan.csv);
   EXPECT_NEAR(simulated_step(back, o.objective.mode), plan.predicted_step_s, 1e-12);
 
   nlohmann::json j = plan_json(plan);
@@ -207,6 +210,42 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   j["format"] = "something";
   EXPECT_THROW(parse_plan(j, "bad"), SpecError);
   EXPECT_THROW(read_plan(::testing::TempDir() + "/no-such-plan.json"), SpecError);
+}
+
+TEST(Tuner, SearchesTheBidirectionalPlacement) {
+  const ModelProfile p = synthetic({1, 1, 2, 2, 3, 3, 4, 4});
+  TuneOptions o;
+  o.devices = 4;
+  o.microbatches = 8;
+  o.placements = {"bidirectional"};
+  const Plan plan = tune(p, o);
+  EXPECT_EQ(plan.placement, "bidirectional");
+  EXPECT_EQ(plan.schedule, "chimera");
+  EXPECT_TRUE(plan.csv.empty());  // a CSV cannot name a stage's two copies
+  const Hint h = plan_hint(plan);
+  ASSERT_EQ(h.spec().pipelines(), 2);
+  for (int d = 0; d < o.devices; ++d)  // stage d down, stage D-1-d up
+    EXPECT_EQ(h.spec().placement[0][d] + h.spec().placement[1][o.devices - 1 - d], 2 * d) << "device " << d;
+  const std::string path = ::testing::TempDir() + "/plan_bidirectional.json";
+  write_plan(path, plan);
+  const Plan back = read_plan(path);
+  EXPECT_EQ(back.counts, plan.counts);
+  EXPECT_NEAR(simulated_step(back, o.objective.mode), plan.predicted_step_s, 1e-12);
+  // In the default search, an even device count tries it too.
+  o.placements.clear();
+  bool tried = false;
+  for (const auto& t : tune(p, o).tried) tried = tried || t.value("placement", "") == "bidirectional";
+  EXPECT_TRUE(tried);
+  // A bidirectional plan with a CSV, or with a one-directional schedule, is refused.
+  nlohmann::json j = plan_json(plan);
+  j["hint_csv"] = "0F0,0B0";
+  EXPECT_THROW(parse_plan(j, "bad"), SpecError);
+  j = plan_json(plan);
+  j["schedule"] = "1f1b";
+  EXPECT_THROW(parse_plan(j, "bad"), SpecError);
+  o.devices = 3;  // odd: Chimera cannot place it
+  o.placements = {"bidirectional"};
+  EXPECT_THROW(tune(p, o), SpecError);
 }
 
 TEST(Tuner, ProfileFilesRoundTripAndBadOnesAreRefused) {
