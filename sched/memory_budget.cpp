@@ -18,6 +18,14 @@ MemoryBudget::MemoryBudget(const Hint& hint, MemoryBudgetOptions opt) : hint_(hi
                                 opt_.stage_bytes.size(), S));
   for (double b : opt_.stage_bytes)
     if (!(b >= 0) || std::isinf(b)) throw SpecError(fmt::format("memory budget: activation bytes {} per microbatch", b));
+  bytes_.resize(g.size());
+  releases_.resize(g.size());
+  for (int id = 0; id < g.size(); ++id) {
+    const Task& t = g.task(id);
+    bytes_[id] = static_cast<std::int64_t>(std::ceil(opt_.stage_bytes[t.stage]));
+    const bool has_w = g.find(Kind::W, t.stage, t.mb) >= 0;
+    releases_[id] = opt_.release_at_w && has_w ? t.kind == Kind::W : is_backward(t.kind);
+  }
   dev_.resize(D);
   for (int d = 0; d < D; ++d) {
     Device& dv = dev_[d];
@@ -25,11 +33,11 @@ MemoryBudget::MemoryBudget(const Hint& hint, MemoryBudgetOptions opt) : hint_(hi
     std::int64_t held = 0;
     for (int id : hint_.order[d]) {  // the hint's own order: its peak must fit
       if (g.task(id).kind == Kind::F) {
-        dv.prefix.push_back(dv.prefix.back() + bytes_of(id));
-        held += bytes_of(id);
+        dv.prefix.push_back(dv.prefix.back() + bytes_[id]);
+        held += bytes_[id];
         dv.hint_peak = std::max(dv.hint_peak, held);
       }
-      if (releases(id)) held -= bytes_of(id);
+      if (releases_[id]) held -= bytes_[id];
     }
     dv.fenwick.assign(dv.prefix.size(), 0);
     if (!(opt_.device_bytes[d] >= static_cast<double>(dv.hint_peak)))
@@ -37,16 +45,6 @@ MemoryBudget::MemoryBudget(const Hint& hint, MemoryBudgetOptions opt) : hint_(hi
                                   "order holds {:.2f} MiB at its peak there",
                                   d, opt_.device_bytes[d] / 1048576, static_cast<double>(dv.hint_peak) / 1048576));
   }
-}
-
-std::int64_t MemoryBudget::bytes_of(int task) const {
-  return static_cast<std::int64_t>(std::ceil(opt_.stage_bytes[hint_.graph->task(task).stage]));
-}
-
-bool MemoryBudget::releases(int task) const {
-  const Task& t = hint_.graph->task(task);
-  const bool has_w = hint_.graph->find(Kind::W, t.stage, t.mb) >= 0;
-  return opt_.release_at_w && has_w ? t.kind == Kind::W : is_backward(t.kind);
 }
 
 std::int64_t MemoryBudget::started_before(const Device& d, int fwd_index) const {
@@ -59,21 +57,21 @@ bool MemoryBudget::allows(int device, int fwd_index, int task) const {
   if (!enabled()) return true;
   const Device& d = dev_[device];
   const std::int64_t reserve = d.prefix[fwd_index] - started_before(d, fwd_index);
-  return static_cast<double>(d.held + reserve + bytes_of(task)) <= opt_.device_bytes[device];
+  return static_cast<double>(d.held + reserve + bytes_[task]) <= opt_.device_bytes[device];
 }
 
 void MemoryBudget::on_start(int device, int fwd_index, int task) {
   if (!enabled()) return;
   Device& d = dev_[device];
-  const std::int64_t b = bytes_of(task);
+  const std::int64_t b = bytes_[task];
   d.held += b;
   d.peak = std::max(d.peak, d.held);
   for (int i = fwd_index + 1; i < static_cast<int>(d.fenwick.size()); i += i & -i) d.fenwick[i] += b;
 }
 
 void MemoryBudget::on_finish(int task) {
-  if (!enabled() || !releases(task)) return;
-  dev_[hint_.graph->task(task).device].held -= bytes_of(task);
+  if (!enabled() || !releases_[task]) return;
+  dev_[hint_.graph->task(task).device].held -= bytes_[task];
 }
 
 }  // namespace rrfp

@@ -44,13 +44,15 @@ class MemoryBudget {
     std::vector<std::int64_t> fenwick;  // bytes of started forwards, by index
     std::int64_t held = 0, peak = 0, hint_peak = 0;
   };
-  std::int64_t bytes_of(int task) const;
-  bool releases(int task) const;
   std::int64_t started_before(const Device& d, int fwd_index) const;
 
   const Hint& hint_;
   MemoryBudgetOptions opt_;
   std::vector<Device> dev_;
+  // Per task, set once so the policy's hot path reads two arrays: its
+  // stage's bytes, and whether it ends its microbatch's hold.
+  std::vector<std::int64_t> bytes_;
+  std::vector<unsigned char> releases_;
 };
 
 }  // namespace rrfp

@@ -161,23 +161,49 @@ Scenario cost_scenario(const StageCosts& c, const Objective& o, std::uint64_t se
   return sc;
 }
 
-std::vector<double> activation_budget(const Hint& h, const StageCosts& c, double limit) {
-  std::vector<double> b(h.devices(), limit);
+namespace {
+
+// Per device: kStateCopies x the weights of every stage copy it holds (a
+// bidirectional device holds a copy per direction).
+std::vector<double> state_bytes(const Hint& h, const StageCosts& c) {
+  std::vector<double> b(h.devices(), 0);
   const PipelineSpec& sp = h.spec();
-  std::set<std::pair<int, int>> held;  // (device, stage): a bidirectional device holds a copy per direction
+  std::set<std::pair<int, int>> held;  // (device, stage)
   for (int p = 0; p < sp.pipelines(); ++p)
     for (int s = 0; s < sp.stages; ++s)
-      if (held.insert({sp.placement[p][s], s}).second) b[sp.placement[p][s]] -= kStateCopies * c.weight_bytes[s];
+      if (held.insert({sp.placement[p][s], s}).second) b[sp.placement[p][s]] += kStateCopies * c.weight_bytes[s];
+  return b;
+}
+
+// Per device: the activation bytes the hint's own order holds at its peak.
+std::vector<double> order_peaks(const Hint& h, const StageCosts& c) {
+  const MemoryBudget probe(h, {c.activation_bytes, std::vector<double>(h.devices(), 1e300), true});
+  std::vector<double> p(h.devices());
+  for (int d = 0; d < h.devices(); ++d) p[d] = probe.hint_peak(d);
+  return p;
+}
+
+// `limit` less the state, or empty where the order's own peak does not fit.
+std::vector<double> budget_within(double limit, const std::vector<double>& state, const std::vector<double>& peak) {
+  std::vector<double> b(state.size());
+  for (size_t d = 0; d < b.size(); ++d) {
+    b[d] = limit - state[d];
+    if (peak[d] > b[d]) return {};
+  }
+  return b;
+}
+
+}  // namespace
+
+std::vector<double> activation_budget(const Hint& h, const StageCosts& c, double limit) {
+  std::vector<double> b = state_bytes(h, c);
+  for (double& x : b) x = limit - x;
   return b;
 }
 
 std::vector<double> enforced_budget(const Hint& h, const StageCosts& c, const Objective& o) {
   if (o.memory_bytes <= 0) return {};
-  std::vector<double> b = activation_budget(h, c, o.memory_bytes);
-  const MemoryBudget probe(h, {c.activation_bytes, std::vector<double>(h.devices(), 1e300), true});
-  for (int d = 0; d < h.devices(); ++d)
-    if (probe.hint_peak(d) > b[d]) return {};
-  return b;
+  return budget_within(o.memory_bytes, state_bytes(h, c), order_peaks(h, c));
 }
 
 StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& o) {
@@ -187,13 +213,13 @@ StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& 
   e.memory.assign(D, 0);
   e.busy_s.assign(D, 0);
   // A limit is enforced, as `rrfp train --plan` does, where the hint's own
-  // order fits it; where it does not, the plan cannot run within the limit:
-  // its memory is at least what that order needs, so it does not fit.
-  const std::vector<double> budget = enforced_budget(h, c, o);
-  if (o.memory_bytes > 0) {  // at least what the hint's own order holds: activations and state
-    const MemoryBudget probe(h, {c.activation_bytes, std::vector<double>(D, 1e300), true});
-    const std::vector<double> act = activation_budget(h, c, o.memory_bytes);
-    for (int d = 0; d < D; ++d) e.memory[d] = probe.hint_peak(d) + (o.memory_bytes - act[d]);
+  // order fits it; where it does not, the plan cannot run within the limit.
+  // Either way its memory is at least what that order holds.
+  std::vector<double> budget;
+  if (o.memory_bytes > 0) {
+    const std::vector<double> state = state_bytes(h, c), peak = order_peaks(h, c);
+    budget = budget_within(o.memory_bytes, state, peak);
+    for (int d = 0; d < D; ++d) e.memory[d] = peak[d] + state[d];
   }
   for (int seed = 1; seed <= o.seeds; ++seed) {
     Scenario sc = cost_scenario(c, o, static_cast<std::uint64_t>(seed));
