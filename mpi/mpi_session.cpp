@@ -1,6 +1,7 @@
 #include "mpi/mpi_session.hpp"
 
 #include <cstdlib>
+#include <limits>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -41,6 +42,24 @@ MpiWorld mpi_world() {
 void mpi_broadcast(void* data, int bytes, int root) { MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD); }
 
 void mpi_max_in_place(double* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); }
+
+void mpi_sum_in_place(float* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }
+
+namespace {
+int message_count(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw SpecError(fmt::format("an MPI message of {} bytes is over MPI's int count", bytes));
+  return static_cast<int>(bytes);
+}
+}  // namespace
+
+void mpi_send(const void* data, std::size_t bytes, int dest, int tag) {
+  MPI_Send(data, message_count(bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD);
+}
+
+void mpi_recv(void* data, std::size_t bytes, int source, int tag) {
+  MPI_Recv(data, message_count(bytes), MPI_BYTE, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
 
 MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling) {
   mpi_world();

@@ -3,6 +3,7 @@
 // single-process StarpuSession, so one process can run several graphs.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "sched/policy_registry.hpp"
@@ -25,6 +26,16 @@ void mpi_broadcast(void* data, int bytes, int root);
 // MPI_Allreduce(MPI_MAX) of `n` doubles in place, over MPI_COMM_WORLD:
 // merges per-stage records that only the stage's own rank filled in.
 void mpi_max_in_place(double* data, int n);
+
+// MPI_Allreduce(MPI_SUM) of `n` floats in place, over MPI_COMM_WORLD:
+// merges values only one rank computed (the others hold exact zeros).
+void mpi_sum_in_place(float* data, int n);
+
+// Blocking MPI_Send / MPI_Recv of `bytes` raw bytes over MPI_COMM_WORLD,
+// outside a run (the mirror reduction of replicated stages). Throws
+// SpecError for messages over 2 GiB.
+void mpi_send(const void* data, std::size_t bytes, int dest, int tag);
+void mpi_recv(void* data, std::size_t bytes, int source, int tag);
 
 // One StarPU-MPI instance: `ncpus` CPU workers on this rank, our policy
 // or a built-in, MPI_COMM_WORLD. Throws SpecError like StarpuSession.

@@ -1,16 +1,42 @@
 #include "train/mpi_train.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 namespace rrfp::train {
 
-MpiTrainPlan mpi_train_plan(const Hint& hint, int T, int K, int rank) {
-  const TaskGraph& g = *hint.graph;
-  if (g.spec().pipelines() != 1)
-    throw SpecError("multi-rank training needs one pipeline (a stage on one device); not " + hint.name);
+MpiTrainPlan mpi_train_plan(const Hint& hint, int T, int K, int rank, bool deterministic) {
+  const PipelineSpec& sp = hint.graph->spec();
+  const int S = sp.stages, M = sp.microbatches;
+  if (sp.pipelines() > 1 && T > 1)
+    throw SpecError(fmt::format("tensor parallelism with the bidirectional hint '{}' under mpirun is not supported",
+                                hint.name));
   MpiTrainPlan plan;
-  plan.local_stage.assign(g.spec().stages, 0);
-  for (int s = 0; s < g.spec().stages; ++s)
-    for (int t = 0; t < T; ++t) plan.local_stage[s] |= (g.spec().device_of(s, 0) * T + t) / K == rank;
-  plan.loss_rank = g.spec().device_of(g.spec().stages - 1, 0) * T / K;
+  plan.local_stage.assign(S, 0);
+  plan.holders.resize(S);
+  plan.mirror.resize(S);
+  auto rank_of = [&](int s, int m, int t) { return (sp.device_of(s, m) * T + t) / K; };
+  for (int s = 0; s < S; ++s) {
+    for (int m = 0; m < M; ++m)
+      for (int t = 0; t < T; ++t) {
+        const int r = rank_of(s, m, t);
+        plan.local_stage[s] |= r == rank;
+        if (t == 0) plan.holders[s].push_back(r);
+      }
+    auto& h = plan.holders[s];
+    std::sort(h.begin(), h.end());
+    h.erase(std::unique(h.begin(), h.end()), h.end());
+    if (T > 1 || h.size() < 2) continue;  // members of a TP group reduce among themselves (tp_comm)
+    if (!deterministic) {
+      for (int r : h) plan.mirror[s].push_back({r, -1});
+      continue;
+    }
+    for (int m = 0; m < M; ++m)
+      if (m == 0 || rank_of(s, m, 0) != rank_of(s, m - 1, 0)) plan.mirror[s].push_back({rank_of(s, m, 0), m});
+  }
+  plan.loss_rank = rank_of(S - 1, 0, 0);
+  plan.losses_spread = plan.holders[S - 1].size() > 1;
   plan.mopt.devices_per_rank = K;
   return plan;
 }

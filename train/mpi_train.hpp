@@ -4,6 +4,13 @@
 // activation, a backward edge its input gradient, both [b, T, d_model]
 // floats copied bit for bit, so every rank computes exactly what one
 // process would.
+//
+// Bidirectional hints (Chimera, the tuner's bidirectional plans) hold a
+// copy of a stage on two devices, which may be on two ranks: each copy
+// accumulates the gradients of its own direction's microbatches, and the
+// copies' sums are reduced between their ranks after the step's graph
+// (the mirror reduction, train/mirror_reduce.hpp), so both apply one
+// update to the same weights.
 #pragma once
 
 #include <vector>
@@ -13,15 +20,30 @@
 
 namespace rrfp::train {
 
+// One hop of a stage's mirror reduction: `rank` adds its gradients to the
+// sum so far and passes it on. Deterministic runs visit the ranks in
+// microbatch order (a run of microbatches per hop, starting at `first_mb`),
+// so the sum is added in exactly one process's order; otherwise each
+// holder once, in rank order.
+struct MirrorHop {
+  int rank = 0;
+  int first_mb = 0;
+};
+
 struct MpiTrainPlan {
   MpiOptions mopt;
   std::vector<unsigned char> local_stage;  // per model stage: this rank runs it
-  int loss_rank = 0;                       // rank of the last stage: the loss lives there
+  int loss_rank = 0;                       // one pipeline: rank of the last stage, where the loss lives
+  bool losses_spread = false;              // several pipelines: the last stage's copies are on several ranks
+  // Per model stage: the ranks holding a copy (ascending), and the hops of
+  // its mirror reduction (empty when one rank holds every copy).
+  std::vector<std::vector<int>> holders;
+  std::vector<std::vector<MirrorHop>> mirror;
 };
 
 // `tp` members per device (member t of device d is slot d*T+t, on rank
 // slot / devices_per_rank); `rank` this process's rank. Throws SpecError
-// for hints whose stages live on several devices.
-MpiTrainPlan mpi_train_plan(const Hint& hint, int tp, int devices_per_rank, int rank);
+// for tensor parallelism with a bidirectional hint.
+MpiTrainPlan mpi_train_plan(const Hint& hint, int tp, int devices_per_rank, int rank, bool deterministic);
 
 }  // namespace rrfp::train

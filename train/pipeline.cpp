@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/autograd/engine.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
@@ -310,17 +311,43 @@ void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
   std::lock_guard<std::mutex> g(acc_mu_[s]);
   if (!det_) return add_to_sum(s, grads);
   // Microbatch order within the stage's current group (all M without groups).
-  const int group = group_ > 0 ? group_ : M_;
-  auto early = [&](int mb) -> std::vector<torch::Tensor>& { return early_[static_cast<size_t>(s) * M_ + mb]; };
   if (m != acc_base_[s] + acc_count_[s]) {  // ahead of its turn: wait for the microbatches before it
-    early(m) = std::move(grads);
+    early_[static_cast<size_t>(s) * M_ + m] = std::move(grads);
     return;
   }
   add_to_sum(s, grads);
+  add_early(s);
+}
+
+void Pipeline::add_early(int s) {
+  const int group = group_ > 0 ? group_ : M_;
+  auto early = [&](int mb) -> std::vector<torch::Tensor>& { return early_[static_cast<size_t>(s) * M_ + mb]; };
   while (acc_count_[s] < group && !early(acc_base_[s] + acc_count_[s]).empty()) {
     auto next = std::exchange(early(acc_base_[s] + acc_count_[s]), {});
     add_to_sum(s, next);
   }
+}
+
+void Pipeline::add_partial_sum(int s, int first_mb, std::vector<torch::Tensor> partial) {
+  std::lock_guard<std::mutex> g(acc_mu_[s]);
+  if (det_) {
+    if (first_mb < acc_base_[s] + acc_count_[s])
+      throw std::logic_error(fmt::format("stage {}: a partial sum up to microbatch {} arrived after microbatch {}", s,
+                                         first_mb, acc_base_[s] + acc_count_[s]));
+    acc_[s] = std::move(partial);
+    acc_count_[s] = first_mb - acc_base_[s];
+    add_early(s);
+    return;
+  }
+  for (size_t i = 0; i < acc_[s].size() && acc_count_[s] > 0; ++i) partial[i].add_(acc_[s][i]);
+  acc_[s] = std::move(partial);
+  acc_count_[s] = std::max(acc_count_[s], 1);
+}
+
+void Pipeline::set_stage_sum(int s, std::vector<torch::Tensor> sum) {
+  std::lock_guard<std::mutex> g(acc_mu_[s]);
+  acc_[s] = std::move(sum);
+  acc_count_[s] = group_ > 0 ? group_ : M_;
 }
 
 std::vector<torch::Tensor> Pipeline::stage_grads(int s) const {

@@ -77,6 +77,15 @@ class Pipeline {
   // After every task of the iteration ran: the stage's parameter gradients
   // (mean over microbatches), in the order of stage(s).params().
   std::vector<torch::Tensor> stage_grads(int s) const;
+  // Mirror reduction across ranks (train/mirror_reduce.hpp). The ranks
+  // before this one summed the stage's gradients of microbatches
+  // 0..first_mb-1 into `partial`. Deterministic: it replaces this rank's
+  // sum, and this rank's microbatches from first_mb on (kept aside until
+  // their turn) are added to it in order; otherwise this rank's own sum is
+  // added to it. set_stage_sum installs the finished sum for stage_grads.
+  void add_partial_sum(int s, int first_mb, std::vector<torch::Tensor> partial);
+  void set_stage_sum(int s, std::vector<torch::Tensor> sum);
+  std::vector<torch::Tensor> running_sum(int s) const { return acc_[s]; }  // what this rank summed so far
   // Asynchronous training (docs/async.md): the microbatches form groups of
   // g (one optimizer update each); the last stage scales the loss by 1/g,
   // stage_grads(s) is the mean over the stage's current group, and
@@ -87,6 +96,7 @@ class Pipeline {
   // Mean of the microbatch losses, summed in microbatch order.
   double loss() const;
   std::vector<float> microbatch_losses() const { return losses_; }
+  void set_microbatch_losses(std::vector<float> l) { losses_ = std::move(l); }  // merged from several ranks
   // Per stage: the largest activation footprint seen at the end of a
   // forward this iteration (see memory.hpp for what is counted).
   std::vector<std::int64_t> peak_activation_bytes() const;
@@ -122,6 +132,7 @@ class Pipeline {
   // Index of a parameter tensor in stage(s).params(); throws if it is not one.
   int index_of(int s, const torch::Tensor& param) const;
   void accumulate(int s, int m, std::vector<torch::Tensor> grads);
+  void add_early(int s);  // deterministic: the microbatches kept aside whose turn has come
   void take_grad_out(int s, int m, const void* in);
   torch::Tensor view_message(const void* buf) const;
   void write_message(void* buf, const torch::Tensor& t, const char* what, int s, int m) const;

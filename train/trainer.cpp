@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "hints/generators.hpp"
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
 #include "train/data.hpp"
+#include "train/mirror_reduce.hpp"
 #include "train/mm_model.hpp"
 #include "train/reference.hpp"
 #include "train/replay_order.hpp"
@@ -49,7 +51,7 @@ Trainer::Impl::Impl(Resolved r)
   }
   if (mpi) {
     mpi_rank = mpi_world().rank;
-    plan = mpi_train_plan(hint, TP, o.devices_per_rank, mpi_rank);
+    plan = mpi_train_plan(hint, TP, o.devices_per_rank, mpi_rank, o.deterministic);
     plan.mopt.timeout_s = o.mpi_timeout_s;
     if (TP > 1) {
       // Every all-reduce is one [b, T, d_model] activation or its gradient.
@@ -149,6 +151,7 @@ ExecOptions Trainer::Impl::exec_options(int step) {
   // the microbatch gradients are summed in order there too).
   eo.stage_epilogue = [this, step](int i) {  // member * P + stage
     const int t = i / P, s = i % P;
+    if (mpi && !plan.mirror[s].empty()) return;  // copies on several ranks: after the graph (mirror_update)
     if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
     one_intra_op_thread();
     WorkerStream on_gpu(worker_cuda_device(), worker_cuda_stream());  // a CUDA worker: torch on its StarPU stream
@@ -212,8 +215,14 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     for (int id : order) rec.busy_s += t_end[id] - t_start[id];
     rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
   }
+  if (mpi && stepped) mirror_update(step);
+  if (mpi && plan.losses_spread) {  // each copy of the last stage holds its direction's losses, zeros elsewhere
+    std::vector<float> l = pipe().microbatch_losses();
+    mpi_sum_in_place(l.data(), static_cast<int>(l.size()));
+    pipe().set_microbatch_losses(std::move(l));
+  }
   rec.loss = static_cast<float>(pipe().loss());
-  if (mpi) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
+  if (mpi && !plan.losses_spread) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
   rec.peak_activation_per_stage = pipe().peak_activation_bytes();
   if (!mpi) rec.peak_activation_per_device = pipe().peak_activation_per_device();
   rec.task_s.resize(g.size());
@@ -227,6 +236,16 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
       if (opt_start[s] >= 0)
         trace.slices.push_back({g.spec().device_of(s, 0), fmt::format("opt{}", s), opt_start[s], opt_end[s]});
   return stepped;
+}
+
+void Trainer::Impl::mirror_update(int step) {
+  mirror_reduce(pipe(), plan, mpi_rank);
+  for (int s = 0; s < P; ++s) {
+    const auto& h = plan.holders[s];
+    if (plan.mirror[s].empty() || std::find(h.begin(), h.end(), mpi_rank) == h.end()) continue;
+    one_intra_op_thread();
+    optimizer_step(0, s, step, pipe().stage_grads(s));
+  }
 }
 
 bool Trainer::Impl::checkpoint_due(int step) const {

@@ -122,6 +122,11 @@ struct Trainer::Impl {
   // true when the optimizer steps ran there too (as StarPU tasks).
   bool pipeline_pass(std::vector<Microbatch> mbs, int step, StepRecord& rec);
 
+  // Under mpirun with a bidirectional hint: the stages whose copies live on
+  // several ranks reduce their gradients between those ranks
+  // (train/mirror_reduce.hpp), and each holder applies the update.
+  void mirror_update(int step);
+
   // Every --checkpoint-every steps, and at the run's last step (the target's too).
   bool checkpoint_due(int step) const;
 

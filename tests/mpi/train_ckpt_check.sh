@@ -3,11 +3,11 @@
 # after step 3 and resumed (under mpirun, and in one process from a copy of
 # the same checkpoint) gives, bit for bit, the losses of an uninterrupted
 # one-process run; rank 0's trace holds every task of every step.
-# Usage: train_ckpt_check.sh MPIRUN RRFP RANKS STAGES TENSOR_PARALLEL
-mpirun=$1 rrfp=$2 np=$3 stages=$4 tp=$5
+# Usage: train_ckpt_check.sh MPIRUN RRFP RANKS STAGES TENSOR_PARALLEL [HINT]
+mpirun=$1 rrfp=$2 np=$3 stages=$4 tp=$5 hint=${6:-1f1b}
 dir=$(mktemp -d)
 k=$((stages * tp / np))
-args="train --quiet --stages $stages --hint 1f1b --microbatches 4 --deterministic --tensor-parallel $tp"
+args="train --quiet --stages $stages --hint $hint --microbatches 4 --deterministic --tensor-parallel $tp"
 run_mpi() { "$mpirun" --oversubscribe -np "$np" "$rrfp" $args --devices-per-rank "$k" "$@"; }
 "$rrfp" $args --steps 6 --json "$dir/one.json" || exit 1
 run_mpi --steps 3 --checkpoint "$dir/ck" --trace "$dir/trace.json" || exit 1

@@ -1,0 +1,78 @@
+// Which ranks hold a bidirectional hint's stage copies under mpirun, and
+// the hops of their mirror reduction (train/mpi_train.hpp). The reduction
+// itself runs under a real mpirun (tests/mpi: losses bitwise equal to one
+// process for Chimera on 2 and 4 ranks).
+#include <gtest/gtest.h>
+
+#include "hints/generators.hpp"
+#include "train/mpi_train.hpp"
+
+namespace rrfp::train {
+namespace {
+
+Hint chimera(int D, int M) {
+  HintParams p;
+  p.stages = D;
+  p.microbatches = M;
+  return make_hint("chimera", p);
+}
+
+TEST(MirrorPlan, DeterministicHopsFollowMicrobatchOrder) {
+  // 4 devices, one per rank: stage 0 is on device 0 going down (microbatches
+  // 0-3) and on device 3 going up (4-7).
+  const Hint h = chimera(4, 8);
+  const MpiTrainPlan p = mpi_train_plan(h, 1, 1, 0, true);
+  ASSERT_EQ(p.mirror[0].size(), 2u);
+  EXPECT_EQ(p.mirror[0][0].rank, 0);
+  EXPECT_EQ(p.mirror[0][0].first_mb, 0);
+  EXPECT_EQ(p.mirror[0][1].rank, 3);
+  EXPECT_EQ(p.mirror[0][1].first_mb, 4);
+  EXPECT_EQ(p.holders[1], (std::vector<int>{1, 2}));
+  EXPECT_EQ(p.mirror[1][1].rank, 2);
+  EXPECT_TRUE(p.local_stage[0] && p.local_stage[3] && !p.local_stage[1] && !p.local_stage[2]);
+  EXPECT_TRUE(p.losses_spread);  // the last stage's copies: devices 3 and 0
+}
+
+TEST(MirrorPlan, NonDeterministicVisitsEachHolderOnce) {
+  const MpiTrainPlan p = mpi_train_plan(chimera(4, 8), 1, 1, 2, false);
+  for (int s = 0; s < 4; ++s) {
+    ASSERT_EQ(p.mirror[s].size(), 2u) << s;
+    EXPECT_EQ(p.mirror[s][0].rank, p.holders[s][0]);
+    EXPECT_EQ(p.mirror[s][1].rank, p.holders[s][1]);
+  }
+}
+
+TEST(MirrorPlan, CopiesOnOneRankNeedNoReduction) {
+  // 2 devices on one rank: both copies of every stage are local.
+  const MpiTrainPlan one = mpi_train_plan(chimera(2, 4), 1, 2, 0, true);
+  for (const auto& hops : one.mirror) EXPECT_TRUE(hops.empty());
+  EXPECT_FALSE(one.losses_spread);
+  // 4 devices on 2 ranks: device 0 and 3 are on ranks 0 and 1.
+  const MpiTrainPlan two = mpi_train_plan(chimera(4, 4), 1, 2, 1, true);
+  EXPECT_EQ(two.holders[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(two.mirror[0].size(), 2u);
+}
+
+TEST(MirrorPlan, OnePipelineIsUnchanged) {
+  HintParams q;
+  q.stages = 4;
+  q.microbatches = 8;
+  const MpiTrainPlan p = mpi_train_plan(make_hint("1f1b", q), 1, 1, 3, true);
+  for (const auto& hops : p.mirror) EXPECT_TRUE(hops.empty());
+  EXPECT_EQ(p.loss_rank, 3);
+  EXPECT_FALSE(p.losses_spread);
+  EXPECT_TRUE(p.local_stage[3] && !p.local_stage[0]);
+}
+
+TEST(MirrorPlan, TensorParallelBidirectionalIsRefused) {
+  try {
+    mpi_train_plan(chimera(2, 4), 2, 2, 0, true);
+    FAIL() << "accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor parallelism with the bidirectional hint 'chimera'"),
+              std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace rrfp::train

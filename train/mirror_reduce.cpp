@@ -1,0 +1,54 @@
+#include "train/mirror_reduce.hpp"
+
+#include <algorithm>
+
+#include "mpi/mpi_session.hpp"
+
+namespace rrfp::train {
+
+namespace {
+
+std::size_t bytes_of(const torch::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
+
+void send_sum(const std::vector<torch::Tensor>& sum, int dest, int tag) {
+  for (const auto& t : sum) {
+    const torch::Tensor c = t.contiguous();
+    mpi_send(c.data_ptr(), bytes_of(c), dest, tag);
+  }
+}
+
+// A sum shaped like the stage's parameters (their gradients' shapes).
+std::vector<torch::Tensor> recv_sum(const Pipeline& pipe, int s, int source, int tag) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : pipe.stage(s).params()) {
+    out.push_back(torch::empty_like(p.t, torch::MemoryFormat::Contiguous));
+    mpi_recv(out.back().data_ptr(), bytes_of(out.back()), source, tag);
+  }
+  return out;
+}
+
+}  // namespace
+
+void mirror_reduce(Pipeline& pipe, const MpiTrainPlan& plan, int rank) {
+  const int S = static_cast<int>(plan.mirror.size());
+  for (int s = 0; s < S; ++s) {
+    const auto& hops = plan.mirror[s];
+    if (hops.empty()) continue;
+    for (size_t k = 0; k < hops.size(); ++k) {
+      if (hops[k].rank != rank) continue;
+      if (k > 0) pipe.add_partial_sum(s, hops[k].first_mb, recv_sum(pipe, s, hops[k - 1].rank, s));
+      if (k + 1 < hops.size()) send_sum(pipe.running_sum(s), hops[k + 1].rank, s);
+    }
+    const int last = hops.back().rank;
+    const auto& holders = plan.holders[s];
+    if (rank == last) {
+      const auto sum = pipe.running_sum(s);
+      for (int r : holders)
+        if (r != last) send_sum(sum, r, S + s);
+    } else if (std::find(holders.begin(), holders.end(), rank) != holders.end()) {
+      pipe.set_stage_sum(s, recv_sum(pipe, s, last, S + s));
+    }
+  }
+}
+
+}  // namespace rrfp::train

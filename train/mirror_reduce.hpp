@@ -1,0 +1,20 @@
+// The mirror reduction of a multi-rank bidirectional run (docs/mpi.md,
+// "Bidirectional hints"): a stage whose copies live on several ranks has
+// its gradient sums added along the plan's hops (MpiTrainPlan::mirror),
+// then the last hop's rank sends the finished sum to every other holder,
+// so each applies the same update to the same weights. Blocking MPI
+// between steps: every rank walks the stages in the same order, and each
+// rank's sends and receives are a subsequence of one global sequence of
+// messages, so none can wait on a message that comes later.
+#pragma once
+
+#include "train/mpi_train.hpp"
+#include "train/pipeline.hpp"
+
+namespace rrfp::train {
+
+// After the step's graph: every holder of every mirrored stage ends with
+// the stage's full sum in `pipe` (stage_grads). Other stages are untouched.
+void mirror_reduce(Pipeline& pipe, const MpiTrainPlan& plan, int rank);
+
+}  // namespace rrfp::train
