@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/tuner.hpp"
 #include "train/model.hpp"
@@ -102,18 +103,14 @@ TEST(TrainPartition, ProfileMeasuresEveryLayer) {
                                       {"seq_len", 16}, {"mlp_widths", {0, 0, 256}}}));
 }
 
-TEST(TrainPartition, TunedPlanTrainsWithinItsMemoryLimit) {
-  ProfileOptions po;
-  po.model = hetero(6, {0, 0, 0, 0, 256, 256});
-  po.repetitions = 2;
-  const ModelProfile prof = profile_model(po);
-  TuneOptions to;
-  to.devices = 2;
-  to.microbatches = 4;
-  // One-directional placements: a bidirectional plan shares each stage's
-  // activation counter between its two copies, so its per-device peak is
-  // not measured in one process (CliTune trains one under a limit).
-  to.placements = {"linear", "interleaved:2", "vshape"};
+namespace {
+
+// Tunes under a limit just below what the unconstrained plan needs (or at
+// it, when nothing fits below), trains the plan and checks each device's
+// measured activation peak plus its weights' AdamW state against the limit.
+// Returns the plan and its options (the limit in to.memory_bytes).
+std::pair<Plan, TrainOptions> train_tuned_within_limit(const ModelProfile& prof, const TrainOptions& model,
+                                                       TuneOptions& to) {
   const Plan free = tune(prof, to);
   to.memory_bytes = *std::max_element(free.memory_bytes.begin(), free.memory_bytes.end()) * 0.95;
   Plan plan;
@@ -123,28 +120,50 @@ TEST(TrainPartition, TunedPlanTrainsWithinItsMemoryLimit) {
     to.memory_bytes /= 0.95;
     plan = tune(prof, to);
   }
-  const std::string path = ::testing::TempDir() + "/train_plan.json";
+  const std::string path = ::testing::TempDir() + "/train_plan_" + plan.placement + ".json";
   write_plan(path, plan);
-  TrainOptions o = po.model;
+  TrainOptions o = model;
   o.plan_path = path;
   o.steps = 2;
   const TrainResult r = train(o);
-  ASSERT_EQ(r.model_stages, static_cast<int>(plan.counts.size()));
+  EXPECT_EQ(r.model_stages, static_cast<int>(plan.counts.size()));
   // Measured: each device's activation peak plus its stages' AdamW state.
   const Hint h = plan_hint(plan);
-  ASSERT_EQ(r.steps.back().peak_activation_per_device.size(), static_cast<size_t>(plan.devices));
-  for (int d = 0; d < plan.devices; ++d) {
+  const auto& peaks = r.steps.back().peak_activation_per_device;
+  EXPECT_EQ(peaks.size(), static_cast<size_t>(plan.devices));
+  for (int d = 0; d < plan.devices && d < static_cast<int>(peaks.size()); ++d) {
     double weights = 0;  // every copy the device holds (a bidirectional plan: one per direction)
     for (int s = 0; s < h.spec().stages; ++s) {
       bool here = false;
       for (int p = 0; p < h.spec().pipelines(); ++p) here = here || h.spec().placement[p][s] == d;
       if (here) weights += plan.costs.weight_bytes[s];
     }
-    const double act = static_cast<double>(r.steps.back().peak_activation_per_device[d]);
+    const double act = static_cast<double>(peaks[d]);
     EXPECT_GT(act, 0) << "device " << d;
     EXPECT_LE(act + kStateCopies * weights, to.memory_bytes)
         << "device " << d << ", plan " << plan.placement << " " << plan.schedule << " predicted " << plan.memory_bytes[d];
   }
+  return {plan, o};
+}
+
+}  // namespace
+
+TEST(TrainPartition, TunedPlanTrainsWithinItsMemoryLimit) {
+  ProfileOptions po;
+  po.model = hetero(6, {0, 0, 0, 0, 256, 256});
+  po.repetitions = 2;
+  const ModelProfile prof = profile_model(po);
+  TuneOptions to;
+  to.devices = 2;
+  to.microbatches = 4;
+  // Chimera's two copies of a stage are counted on their own devices.
+  TuneOptions bidir = to;
+  bidir.placements = {"bidirectional"};
+  const Plan b = train_tuned_within_limit(prof, po.model, bidir).first;
+  EXPECT_EQ(b.placement, "bidirectional");
+  to.placements = {"linear", "interleaved:2", "vshape"};
+  auto [plan, o] = train_tuned_within_limit(prof, po.model, to);
+  const std::string path = o.plan_path;
   // A plan for another model, or with flags it fixes, is refused.
   TrainOptions other = o;
   other.gpt.mlp_widths = {0, 0, 0, 0, 256, 128};

@@ -66,7 +66,7 @@ AsyncWindows::Shape& AsyncWindows::shape(int K) {
   sh.pipe->set_update_group(M_);
   // AMDP's stages live on several devices (one per direction): their
   // weights are one tensor set here (docs/async.md, "Mirror groups").
-  if (!amdp) sh.pipe->set_stage_devices(sh.hint.spec().placement[0]);
+  if (!amdp) sh.pipe->set_placement({sh.hint.spec().placement[0]}, {});
   return shapes_.emplace(K, std::move(sh)).first->second;
 }
 

@@ -111,7 +111,7 @@ void Pipeline::write_message(void* buf, const torch::Tensor& t, const char* what
 void Pipeline::forward(int s, int m, const void* in, void* out) {
   Slot& sl = slot(s, m);
   {
-    ChargeScope charge(mem_[s]);
+    ChargeScope charge(mem_[static_cast<size_t>(s) * pipes_ + pipe_of(m)]);
     if (s > 0 && in) {
       // The activation handle StarPU delivered, viewed: it lives until the
       // run ends, after this stage's backward.
@@ -138,26 +138,37 @@ void Pipeline::forward(int s, int m, const void* in, void* out) {
     sl.output = y;
     if (out && !stages_[s].last()) write_message(out, y, "the output", s, m);
   }
-  const std::int64_t live = mem_[s]->live.load();
+  auto live = [&](int t, int p) { return mem_[static_cast<size_t>(t) * pipes_ + p]->live.load(); };
+  std::int64_t stage_live = 0;  // every copy of the stage
+  for (int p = 0; p < pipes_; ++p) stage_live += live(s, p);
   std::int64_t p = peak_[s].load();
-  while (live > p && !peak_[s].compare_exchange_weak(p, live)) {
+  while (stage_live > p && !peak_[s].compare_exchange_weak(p, stage_live)) {
   }
-  if (stage_device_.empty()) return;
-  const int d = stage_device_[s];
+  if (placement_.empty()) return;
+  const int d = placement_[pipe_of(m)][s];
   std::int64_t on_device = 0;
-  for (int t = 0; t < stages(); ++t)
-    if (stage_device_[t] == d) on_device += mem_[t]->live.load();
+  for (int q = 0; q < pipes_; ++q)
+    for (int t = 0; t < stages(); ++t)
+      if (placement_[q][t] == d) on_device += live(t, q);
   std::int64_t q = device_peak_[d].load();
   while (on_device > q && !device_peak_[d].compare_exchange_weak(q, on_device)) {
   }
 }
 
-void Pipeline::set_stage_devices(std::vector<int> stage_device) {
-  if (static_cast<int>(stage_device.size()) != stages())
-    throw std::invalid_argument("set_stage_devices: one device per stage");
+void Pipeline::set_placement(std::vector<std::vector<int>> placement, std::vector<int> mb_pipeline) {
+  const int P = static_cast<int>(placement.size());
+  bool ok = P >= 1 && (mb_pipeline.empty() || static_cast<int>(mb_pipeline.size()) == M_);
+  for (const auto& row : placement) ok = ok && static_cast<int>(row.size()) == stages();
+  for (int p : mb_pipeline) ok = ok && p >= 0 && p < P;
+  if (!ok) throw std::invalid_argument("set_placement: one device per stage and pipeline, one pipeline per microbatch");
   devices_ = 0;
-  for (int d : stage_device) devices_ = std::max(devices_, d + 1);
-  stage_device_ = std::move(stage_device);
+  for (const auto& row : placement)
+    for (int d : row) devices_ = std::max(devices_, d + 1);
+  placement_ = std::move(placement);
+  mb_pipeline_ = std::move(mb_pipeline);
+  pipes_ = P;
+  mem_.clear();
+  for (int i = 0; i < stages() * P; ++i) mem_.push_back(std::make_shared<MemCounter>());
   device_peak_ = std::make_unique<std::atomic<std::int64_t>[]>(devices_);
   for (int d = 0; d < devices_; ++d) device_peak_[d].store(0);
 }

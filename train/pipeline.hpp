@@ -100,10 +100,13 @@ class Pipeline {
   // Per stage: the largest activation footprint seen at the end of a
   // forward this iteration (see memory.hpp for what is counted).
   std::vector<std::int64_t> peak_activation_bytes() const;
-  // Stages sharing a device (interleaved, V-shape): with the device of each
-  // stage set, the sum over a device's stages is read at the end of each of
-  // their forwards, and its peak reported per device.
-  void set_stage_devices(std::vector<int> stage_device);
+  // Stages sharing a device (interleaved, V-shape) and stages with a copy
+  // per direction (Chimera): with the hint's placement set (placement[p][s]
+  // the device of stage s in pipeline p, mb_pipeline[m] the pipeline of
+  // microbatch m, empty: all in 0), each copy of a stage has its own
+  // counter, the sum over a device's copies is read at the end of each of
+  // their forwards, and its peak reported per device. Before the first step.
+  void set_placement(std::vector<std::vector<int>> placement, std::vector<int> mb_pipeline);
   std::vector<std::int64_t> peak_activation_per_device() const;
   // Bytes of gradient buffers held per stage at the end of the iteration.
   std::int64_t grad_buffer_bytes() const;
@@ -162,7 +165,11 @@ class Pipeline {
   std::unique_ptr<std::mutex[]> acc_mu_;
   std::vector<std::shared_ptr<MemCounter>> mem_;
   std::unique_ptr<std::atomic<std::int64_t>[]> peak_;
-  std::vector<int> stage_device_;
+  // Activation counters: one per stage copy, mem_[s * pipes_ + p].
+  int pipes_ = 1;
+  std::vector<std::vector<int>> placement_;  // empty: per-device peaks not measured
+  std::vector<int> mb_pipeline_;
+  int pipe_of(int m) const { return mb_pipeline_.empty() ? 0 : mb_pipeline_[m]; }
   std::unique_ptr<std::atomic<std::int64_t>[]> device_peak_;
   int devices_ = 0;
 };

@@ -46,7 +46,7 @@ Trainer::Impl::Impl(Resolved r)
     owned_pipes.push_back(std::make_unique<Pipeline>(member_model(t), P, M, o.deterministic, o.partition));
     owned_pipes.back()->set_message_shape(msg_shape);
     owned_pipes.back()->set_device(model().device());
-    if (hint.spec().pipelines() == 1) owned_pipes.back()->set_stage_devices(hint.spec().placement[0]);
+    owned_pipes.back()->set_placement(hint.spec().placement, hint.spec().mb_pipeline);
     pipes.push_back(owned_pipes.back().get());
   }
   if (mpi) {
