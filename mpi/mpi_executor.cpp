@@ -8,6 +8,7 @@
 #include <starpu_mpi.h>
 
 #include "runtime/graph_run.hpp"
+#include "mpi/mpi_comm.hpp"
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
 #include "mpi/tp_decisions.hpp"
@@ -70,9 +71,9 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   res.tasks = n;
   res.tensor_parallel = T;
 
-  // Closed before gathering: once StarPU-MPI's progress thread is gone, the
-  // MPI calls below are this thread's alone (MPI_THREAD_SERIALIZED).
-  auto session = std::make_unique<MpiStarpuSession>(choice, K, opt.profile);
+  // Kept open between runs (its start-up is tens of milliseconds a step);
+  // the records are gathered on our own communicator (mpi_comm.hpp).
+  MpiStarpuSession* session = &MpiStarpuSession::reuse(choice, K, opt.profile);
   std::vector<int> local_worker(K), local_of_worker(starpu_worker_get_count(), -1);
   for (int i = 0; i < K; ++i) {
     local_worker[i] = session->worker_of_local(i);
@@ -94,11 +95,16 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   } catch (const UnrecoverableError&) {
     // Any failure: other ranks still wait for us. No shutdown (it would
     // wait for them forever); the driver aborts every rank.
-    (void)session.release();
+    MpiStarpuSession::abandon();
+    throw;
+  } catch (...) {
+    MpiStarpuSession::close_reused();
     throw;
   }
   if (mopt.tp_comm) mopt.tp_comm->close();
-  session.reset();
+  // StarPU's workerorder counter lives as long as the session and must grow
+  // across runs, so a static-order run does not leave its session for the next.
+  if (choice.kind == PolicyChoice::Kind::StaticOrder) MpiStarpuSession::close_reused();
   const RunState& run = *ran.run;
   out.messages = ran.rank_messages;
   res.transfers = ran.transfers;
@@ -112,7 +118,7 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   // One time origin for all ranks: the earliest local start. steady_clock
   // is CLOCK_MONOTONIC, shared by the processes of one host.
   double t_origin = t0;
-  MPI_Allreduce(&t0, &t_origin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&t0, &t_origin, 1, MPI_DOUBLE, MPI_MIN, rrfp_mpi_comm());
   std::vector<Rec> mine;
   mine.reserve(n_local);
   for (int mt = 0; mt < n * T; ++mt)
@@ -128,14 +134,14 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   // compute the same statistics everywhere and only printing is rank 0's.
   int count = static_cast<int>(mine.size() * 5);
   std::vector<int> counts(R), displs(R);
-  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, rrfp_mpi_comm());
   int total = 0;
   for (int r = 0; r < R; ++r) displs[r] = total, total += counts[r];
   std::vector<double> all(total);
   MPI_Allgatherv(reinterpret_cast<double*>(mine.data()), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(),
-                 MPI_DOUBLE, MPI_COMM_WORLD);
+                 MPI_DOUBLE, rrfp_mpi_comm());
   double wall = 0;
-  MPI_Allreduce(&wall_local, &wall, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&wall_local, &wall, 1, MPI_DOUBLE, MPI_MAX, rrfp_mpi_comm());
 
   res.wall_s = wall;
   res.start_s.assign(n, -1);

@@ -1,5 +1,7 @@
 #include "mpi/mpi_session.hpp"
 
+#include <memory>
+
 #include <cstdlib>
 #include <limits>
 
@@ -8,6 +10,7 @@
 #include <starpu_mpi.h>
 
 #include "graph/pipeline_spec.hpp"
+#include "mpi/mpi_comm.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/session.hpp"
 
@@ -15,10 +18,19 @@ namespace rrfp {
 
 namespace {
 
+MPI_Comm g_comm = MPI_COMM_NULL;
+
+std::unique_ptr<MpiStarpuSession>& kept() {
+  static std::unique_ptr<MpiStarpuSession> s;
+  return s;
+}
+
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  MpiStarpuSession::close_reused();  // StarPU-MPI needs MPI to shut down
+  MPI_Finalize();
 }
 
 }  // namespace
@@ -28,9 +40,12 @@ MpiWorld mpi_world() {
   MPI_Initialized(&inited);
   if (!inited) {
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-    if (provided < MPI_THREAD_SERIALIZED)
-      throw UnrecoverableError("this MPI does not provide MPI_THREAD_SERIALIZED, which StarPU-MPI needs");
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (provided < MPI_THREAD_MULTIPLE)
+      throw UnrecoverableError("this MPI does not provide MPI_THREAD_MULTIPLE, which rrfp needs to keep StarPU-MPI "
+                               "open between runs");
+    MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+    kept();  // constructed now, so destroyed after finalize_at_exit has closed it
     std::atexit(finalize_at_exit);
   }
   MpiWorld w;
@@ -39,11 +54,16 @@ MpiWorld mpi_world() {
   return w;
 }
 
-void mpi_broadcast(void* data, int bytes, int root) { MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD); }
+MPI_Comm rrfp_mpi_comm() {
+  mpi_world();
+  return g_comm;
+}
 
-void mpi_max_in_place(double* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); }
+void mpi_broadcast(void* data, int bytes, int root) { MPI_Bcast(data, bytes, MPI_BYTE, root, rrfp_mpi_comm()); }
 
-void mpi_sum_in_place(float* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }
+void mpi_max_in_place(double* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MAX, rrfp_mpi_comm()); }
+
+void mpi_sum_in_place(float* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, rrfp_mpi_comm()); }
 
 namespace {
 int message_count(std::size_t bytes) {
@@ -54,14 +74,31 @@ int message_count(std::size_t bytes) {
 }  // namespace
 
 void mpi_send(const void* data, std::size_t bytes, int dest, int tag) {
-  MPI_Send(data, message_count(bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD);
+  MPI_Send(data, message_count(bytes), MPI_BYTE, dest, tag, rrfp_mpi_comm());
 }
 
 void mpi_recv(void* data, std::size_t bytes, int source, int tag) {
-  MPI_Recv(data, message_count(bytes), MPI_BYTE, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Recv(data, message_count(bytes), MPI_BYTE, source, tag, rrfp_mpi_comm(), MPI_STATUS_IGNORE);
 }
 
-MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling) {
+MpiStarpuSession& MpiStarpuSession::reuse(const PolicyChoice& policy, int ncpus, bool profiling) {
+  mpi_world();
+  auto& k = kept();
+  if (k && k->policy_.name == policy.name && k->policy_.policy == policy.policy && k->ncpus_ == ncpus &&
+      k->profiling_ == profiling)
+    return *k;
+  k.reset();
+  StarpuSession::close_reused();  // one StarPU per process
+  k = std::make_unique<MpiStarpuSession>(policy, ncpus, profiling);
+  return *k;
+}
+
+void MpiStarpuSession::close_reused() { kept().reset(); }
+
+void MpiStarpuSession::abandon() { (void)kept().release(); }
+
+MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling)
+    : policy_(policy), ncpus_(ncpus), profiling_(profiling) {
   mpi_world();
   start_starpu(
       policy, ncpus, profiling, "devices per rank",

@@ -13,26 +13,28 @@ namespace rrfp {
 struct MpiWorld {
   int rank = 0, size = 1;
 };
-// Initialises MPI (MPI_THREAD_SERIALIZED: StarPU-MPI's progress thread is
-// the only caller while a run is open) on first use and returns this rank.
+// Initialises MPI on first use and returns this rank. MPI_THREAD_MULTIPLE:
+// StarPU-MPI stays open between runs (MpiStarpuSession::reuse), so its
+// progress thread and our own calls (on rrfp_mpi_comm(), mpi_comm.hpp) run
+// at once.
 // Whether the process was started as one of several ranks is the driver's
 // question (drivers/env_config.hpp), as is aborting them all.
 MpiWorld mpi_world();
 
-// MPI_Bcast of `bytes` raw bytes from `root` over MPI_COMM_WORLD. Only
-// outside a run (StarPU-MPI closed), like every MPI call of ours.
+// MPI_Bcast of `bytes` raw bytes from `root`. Between runs, like every MPI
+// call of ours, all on rrfp_mpi_comm().
 void mpi_broadcast(void* data, int bytes, int root);
 
-// MPI_Allreduce(MPI_MAX) of `n` doubles in place, over MPI_COMM_WORLD:
+// MPI_Allreduce(MPI_MAX) of `n` doubles in place:
 // merges per-stage records that only the stage's own rank filled in.
 void mpi_max_in_place(double* data, int n);
 
-// MPI_Allreduce(MPI_SUM) of `n` floats in place, over MPI_COMM_WORLD:
+// MPI_Allreduce(MPI_SUM) of `n` floats in place:
 // merges values only one rank computed (the others hold exact zeros).
 void mpi_sum_in_place(float* data, int n);
 
-// Blocking MPI_Send / MPI_Recv of `bytes` raw bytes over MPI_COMM_WORLD,
-// outside a run (the mirror reduction of replicated stages). Throws
+// Blocking MPI_Send / MPI_Recv of `bytes` raw bytes, between runs (the
+// mirror reduction of replicated stages). Throws
 // SpecError for messages over 2 GiB.
 void mpi_send(const void* data, std::size_t bytes, int dest, int tag);
 void mpi_recv(void* data, std::size_t bytes, int source, int tag);
@@ -46,8 +48,22 @@ class MpiStarpuSession {
   MpiStarpuSession(const MpiStarpuSession&) = delete;
   MpiStarpuSession& operator=(const MpiStarpuSession&) = delete;
 
+  // The session kept between runs (every rank runs the same sequence of
+  // graphs, so all keep or replace theirs alike): reused when the policy,
+  // worker count and profiling match, else the kept one is shut down and a
+  // new one opened. Shut down before MPI_Finalize at exit. abandon(): a
+  // failed run left tasks in StarPU, the process is about to abort.
+  static MpiStarpuSession& reuse(const PolicyChoice& policy, int ncpus, bool profiling);
+  static void close_reused();
+  static void abandon();
+
   // StarPU worker id of this rank's i-th CPU worker (its i-th local device).
   int worker_of_local(int i) const;
+
+ private:
+  PolicyChoice policy_;
+  int ncpus_ = 0;
+  bool profiling_ = false;
 };
 
 }  // namespace rrfp

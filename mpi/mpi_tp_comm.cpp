@@ -1,5 +1,7 @@
 #include "mpi/mpi_tp_comm.hpp"
 
+#include "mpi/mpi_comm.hpp"
+
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -178,12 +180,12 @@ void MpiTpComm::sync_logs() {
   const MpiWorld w = mpi_world();
   int count = static_cast<int>(mine.size());
   std::vector<int> counts(w.size), displs(w.size);
-  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, rrfp_mpi_comm());
   int total = 0;
   for (int r = 0; r < w.size; ++r) displs[r] = total, total += counts[r];
   std::vector<std::int64_t> all(total);
   MPI_Allgatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T,
-                 MPI_COMM_WORLD);
+                 rrfp_mpi_comm());
   for (int i = 0; i < total;) {
     const int g = static_cast<int>(all[i]), m = static_cast<int>(all[i + 1]);
     const std::int64_t len = all[i + 2];

@@ -1,0 +1,14 @@
+// The communicator of our own MPI calls (broadcasts, reductions, the
+// records gathered after a run, the mirror reduction): a duplicate of
+// MPI_COMM_WORLD, so they never match StarPU-MPI's messages, which use
+// MPI_COMM_WORLD itself, while the kept StarPU-MPI session is open.
+#pragma once
+
+#include <mpi.h>
+
+namespace rrfp {
+
+// Initialises MPI first if needed (mpi_world()).
+MPI_Comm rrfp_mpi_comm();
+
+}  // namespace rrfp
