@@ -1,6 +1,7 @@
 // MPI for multi-rank runs. MPI lives once per process (initialised on first
-// use, finalised at exit); StarPU-MPI is opened and closed per run, like the
-// single-process StarpuSession, so one process can run several graphs.
+// use, finalised at exit); StarPU-MPI is kept open between runs, like the
+// single-process StarpuSession, and replaced when a run needs another
+// policy or worker count, so one process can run several graphs.
 #pragma once
 
 #include <cstddef>

@@ -8,8 +8,8 @@
 // and k) and receives theirs; each member sums the T contributions in
 // member order, so all get bitwise the same result, and a contribution
 // that names another collective is an order mismatch, reported as such.
-// MPI itself is SERIALIZED here (StarPU-MPI's progress thread is its only
-// caller during a run), so the bodies never call MPI directly.
+// Task bodies never call MPI directly: a blocking call there would hold a
+// worker, and StarPU-MPI's messages are ordered with the graph's.
 #pragma once
 
 #include <atomic>
