@@ -198,6 +198,8 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     for (int s = 0; s < P && s < static_cast<int>(r.epilogue_worker.size()); ++s)
       for (int d = 0; d < r.devices; ++d)
         if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
+    for (int s = 0; s < P && mpi; ++s)
+      if (!plan.mirror[s].empty()) rec.optimizer_device[s] = -1;  // updated after the graph (mirror_update)
     if (mpi && !o.trace_path.empty()) {
       // The merged records of every rank, on one time origin.
       const double off = secs(Clock::now() - t_run) - r.wall_s;

@@ -19,6 +19,7 @@
 #include "drivers/env_config.hpp"
 #include "drivers/fatal.hpp"
 #include "hints/generators.hpp"
+#include "mpi/mpi_comm.hpp"
 #include "mpi/mpi_executor.hpp"
 #include "mpi/mpi_session.hpp"
 #include "runtime/fault_hook.hpp"
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
     }
     // Every message a rank received was checked: count them over all ranks.
     int all_checked = checked.load();
-    if (cli::launched_under_mpi()) MPI_Allreduce(MPI_IN_PLACE, &all_checked, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (cli::launched_under_mpi()) MPI_Allreduce(MPI_IN_PLACE, &all_checked, 1, MPI_INT, MPI_SUM, rrfp_mpi_comm());
     if (!m.root()) return 0;
     const ExecResult& r = m.exec;
     int bad = 0;
