@@ -1,9 +1,8 @@
 #include "mpi/mpi_session.hpp"
 
-#include <memory>
-
 #include <cstdlib>
 #include <limits>
+#include <memory>
 
 #include <fmt/format.h>
 #include <mpi.h>

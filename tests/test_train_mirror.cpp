@@ -30,7 +30,7 @@ TEST(MirrorPlan, DeterministicHopsFollowMicrobatchOrder) {
   EXPECT_EQ(p.holders[1], (std::vector<int>{1, 2}));
   EXPECT_EQ(p.mirror[1][1].rank, 2);
   EXPECT_TRUE(p.local_stage[0] && p.local_stage[3] && !p.local_stage[1] && !p.local_stage[2]);
-  EXPECT_TRUE(p.losses_spread);  // the last stage's copies: devices 3 and 0
+  EXPECT_EQ(p.holders[3], (std::vector<int>{0, 3}));  // the last stage's copies: devices 3 and 0
 }
 
 TEST(MirrorPlan, NonDeterministicVisitsEachHolderOnce) {
@@ -46,7 +46,7 @@ TEST(MirrorPlan, CopiesOnOneRankNeedNoReduction) {
   // 2 devices on one rank: both copies of every stage are local.
   const MpiTrainPlan one = mpi_train_plan(chimera(2, 4), 1, 2, 0, true);
   for (const auto& hops : one.mirror) EXPECT_TRUE(hops.empty());
-  EXPECT_FALSE(one.losses_spread);
+  EXPECT_EQ(one.holders[1], (std::vector<int>{0}));  // the last stage's losses on one rank
   // 4 devices on 2 ranks: device 0 and 3 are on ranks 0 and 1.
   const MpiTrainPlan two = mpi_train_plan(chimera(4, 4), 1, 2, 1, true);
   EXPECT_EQ(two.holders[0], (std::vector<int>{0, 1}));
@@ -60,7 +60,7 @@ TEST(MirrorPlan, OnePipelineIsUnchanged) {
   const MpiTrainPlan p = mpi_train_plan(make_hint("1f1b", q), 1, 1, 3, true);
   for (const auto& hops : p.mirror) EXPECT_TRUE(hops.empty());
   EXPECT_EQ(p.loss_rank, 3);
-  EXPECT_FALSE(p.losses_spread);
+  EXPECT_EQ(p.holders[3], (std::vector<int>{3}));
   EXPECT_TRUE(p.local_stage[3] && !p.local_stage[0]);
 }
 

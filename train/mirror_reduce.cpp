@@ -1,7 +1,5 @@
 #include "train/mirror_reduce.hpp"
 
-#include <algorithm>
-
 #include "mpi/mpi_session.hpp"
 
 namespace rrfp::train {
@@ -40,12 +38,11 @@ void mirror_reduce(Pipeline& pipe, const MpiTrainPlan& plan, int rank) {
       if (k + 1 < hops.size()) send_sum(pipe.running_sum(s), hops[k + 1].rank, s);
     }
     const int last = hops.back().rank;
-    const auto& holders = plan.holders[s];
     if (rank == last) {
       const auto sum = pipe.running_sum(s);
-      for (int r : holders)
+      for (int r : plan.holders[s])
         if (r != last) send_sum(sum, r, S + s);
-    } else if (std::find(holders.begin(), holders.end(), rank) != holders.end()) {
+    } else if (plan.local_stage[s]) {
       pipe.set_stage_sum(s, recv_sum(pipe, s, last, S + s));
     }
   }

@@ -33,8 +33,7 @@ struct MirrorHop {
 struct MpiTrainPlan {
   MpiOptions mopt;
   std::vector<unsigned char> local_stage;  // per model stage: this rank runs it
-  int loss_rank = 0;                       // one pipeline: rank of the last stage, where the loss lives
-  bool losses_spread = false;              // several pipelines: the last stage's copies are on several ranks
+  int loss_rank = 0;                       // rank of the last stage's (first) copy: --async reads the losses there
   // Per model stage: the ranks holding a copy (ascending), and the hops of
   // its mirror reduction (empty when one rank holds every copy).
   std::vector<std::vector<int>> holders;

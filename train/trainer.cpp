@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
 
 #include "hints/generators.hpp"
@@ -218,13 +217,12 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
   }
   if (mpi && stepped) mirror_update(step);
-  if (mpi && plan.losses_spread) {  // each copy of the last stage holds its direction's losses, zeros elsewhere
+  if (mpi) {  // the last stage's ranks (both directions' under Chimera) hold its losses, the others exact zeros
     std::vector<float> l = pipe().microbatch_losses();
     mpi_sum_in_place(l.data(), static_cast<int>(l.size()));
     pipe().set_microbatch_losses(std::move(l));
   }
   rec.loss = static_cast<float>(pipe().loss());
-  if (mpi && !plan.losses_spread) mpi_broadcast(&rec.loss, sizeof rec.loss, plan.loss_rank);  // the last stage's rank has it
   rec.peak_activation_per_stage = pipe().peak_activation_bytes();
   if (!mpi) rec.peak_activation_per_device = pipe().peak_activation_per_device();
   rec.task_s.resize(g.size());
@@ -243,8 +241,7 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
 void Trainer::Impl::mirror_update(int step) {
   mirror_reduce(pipe(), plan, mpi_rank);
   for (int s = 0; s < P; ++s) {
-    const auto& h = plan.holders[s];
-    if (plan.mirror[s].empty() || std::find(h.begin(), h.end(), mpi_rank) == h.end()) continue;
+    if (plan.mirror[s].empty() || !plan.local_stage[s]) continue;
     one_intra_op_thread();
     optimizer_step(0, s, step, pipe().stage_grads(s));
   }
