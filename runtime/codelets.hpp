@@ -23,6 +23,7 @@ struct TaskArg : rrfp_graph_task {
   TaskArg() : rrfp_graph_task{-1, nullptr, 0} {}
   int stage = 0;
   int in_buf = -1, out_buf = -1;  // buffer index of the message read / written
+  int acc_buf = -1, version_buf = -1;  // buffer index of the state bytes (ExecOptions::state_bytes)
   std::size_t message_bytes = 0;
 };
 

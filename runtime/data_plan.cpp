@@ -29,7 +29,10 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   p.tp = T;
   p.stages = S;
   auto add = [&](HandleKind k, int s, int m, int member, int device, std::size_t bytes) {
-    p.handles.push_back({k, s, m, member, device * T + member, bytes});
+    const bool vec = k == HandleKind::Activation || k == HandleKind::Gradient ||
+                     ((k == HandleKind::Accumulator || k == HandleKind::Version) && o.state_bytes);
+    if (vec && k != HandleKind::Activation && k != HandleKind::Gradient) bytes = 8 + o.state_bytes(s);
+    p.handles.push_back({k, s, m, member, device * T + member, bytes, vec});
     return static_cast<int>(p.handles.size()) - 1;
   };
   // Handles per (stage, microbatch, member): index ((member * S + s) * M + m).
@@ -39,6 +42,9 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   // A follower (member > 0) runs its leader's order, not one StarPU picks:
   // no commuting accumulator for it (see DataPlanOptions::commute).
   auto has_acc = [&](int member) { return member == 0 || !o.commute; };
+  auto acc_dev = [&](int s, int d) { return o.accumulator_device ? o.accumulator_device(s, d) : d; };
+  if (T > 1 && (o.state_bytes || o.accumulator_device))
+    throw SpecError("state bytes and shared accumulators do not support tensor parallelism");
   for (int t = 0; t < T; ++t)
     for (int s = 0; s < S; ++s)
       for (int m = 0; m < M; ++m) {
@@ -46,7 +52,8 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         stash[at(t, s, m)] = add(HandleKind::Stash, s, m, t, d, 8);
         if (s + 1 < S) act[at(t, s, m)] = add(HandleKind::Activation, s, m, t, d, o.message_bytes);
         if (s > 0) grad[at(t, s, m)] = add(HandleKind::Gradient, s, m, t, d, o.message_bytes);
-        if (has_acc(t) && !acc.count({t, s, d})) acc[{t, s, d}] = add(HandleKind::Accumulator, s, -1, t, d, 8);
+        if (const int ad = acc_dev(s, d); has_acc(t) && !acc.count({t, s, ad}))
+          acc[{t, s, ad}] = add(HandleKind::Accumulator, s, -1, t, ad, 8);
       }
   if (o.epilogue_group > 0) {
     if (!o.epilogues) throw SpecError("epilogue groups need epilogues");
@@ -93,11 +100,11 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           break;
         case Kind::W:
           a.push_back({stash[at(t, s, m)], Access::RW});
-          if (has_acc(t)) a.push_back({acc[{t, s, k.device}], acc_mode});
+          if (has_acc(t)) a.push_back({acc[{t, s, acc_dev(s, k.device)}], acc_mode});
           break;
         case Kind::BW:
           a.push_back({stash[at(t, s, m)], Access::RW});
-          if (has_acc(t)) a.push_back({acc[{t, s, k.device}], acc_mode});
+          if (has_acc(t)) a.push_back({acc[{t, s, acc_dev(s, k.device)}], acc_mode});
           if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
           break;
       }
@@ -138,6 +145,18 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           p.slot.push_back(home * T + t);
           ++p.epilogues;
         }
+  p.epilogue_installs.assign(p.epilogues, {});
+  for (int e = 0; e < p.epilogues && o.state_bytes && o.gate_lag > 0; ++e) {
+    const int s = e % S, home = spec.device_of(s, 0);
+    for (const auto& [key, h] : acc)
+      if (std::get<1>(key) == s && std::get<2>(key) != home) {
+        p.epilogue_installs[e].push_back(p.installs());
+        p.install_epilogue.push_back(e);
+        p.install_device.push_back(std::get<2>(key));
+        p.access.push_back({{version[s * o.gate_lag + (e / S) % o.gate_lag], Access::R}});
+        p.slot.push_back(std::get<2>(key));
+      }
+  }
   if (p.group > 0) {
     p.task_group.resize(n);
     p.writer_epilogue.assign(n, -1);
@@ -167,12 +186,17 @@ std::vector<int> submission_nodes(const DataPlan& p, std::vector<int> order) {
       out.push_back(mt);
     }
     if (p.group > 0 && p.writer_epilogue[id] >= 0 && --left[p.writer_epilogue[id]] == 0) {
-      out.push_back(p.epilogue_node(p.writer_epilogue[id]));
-      done[p.writer_epilogue[id]] = 1;
+      const int e = p.writer_epilogue[id];
+      out.push_back(p.epilogue_node(e));
+      for (int i : p.epilogue_installs[e]) out.push_back(p.install_node(i));
+      done[e] = 1;
     }
   }
   for (int e = 0; e < p.epilogues; ++e)
-    if (!done[e]) out.push_back(p.epilogue_node(e));
+    if (!done[e]) {
+      out.push_back(p.epilogue_node(e));
+      for (int i : p.epilogue_installs[e]) out.push_back(p.install_node(i));
+    }
   return out;
 }
 

@@ -20,6 +20,10 @@
 //   version    V(s,j)  written by the epilogue of every group k with
 //                      k mod gate_lag = j, read by the forwards of group
 //                      k + gate_lag: at most gate_lag groups in flight (AMDP)
+// With state bytes and a gate, per epilogue and other accumulator of its stage:
+//   install            reads the version the epilogue wrote, on the device
+//                      of that accumulator: the copy there takes the new
+//                      weights as soon as they arrive (AMDP across ranks)
 // Per message crossing devices with a link delay:
 //   arrival    L(e)    written by the edge's link task (which reads the
 //                      message and holds it for the delay), read by the
@@ -43,6 +47,9 @@ struct HandleSpec {
   int stage = 0, mb = -1, member = 0;
   int slot = 0;            // device * T + member of its owner (the first writer)
   std::size_t bytes = 8;   // messages: DataPlanOptions::message_bytes
+  // Registered as a byte vector (messages; state handles with
+  // DataPlanOptions::state_bytes), else as one 8-byte ordering token.
+  bool vector = false;
 };
 
 struct AccessSpec {
@@ -80,12 +87,23 @@ struct DataPlanOptions {
   // handles above). Grouped epilogues alone never hold a forward back.
   int gate_lag = 0;
   std::size_t message_bytes = 64;
+  // Optional (AMDP across ranks, docs/async.md): the accumulators and
+  // version handles of stage s carry state_bytes(s) bytes after an 8-byte
+  // header (a count or a version) instead of being 8-byte ordering
+  // tokens, so StarPU-MPI moves a copy's gradient sum to the epilogue and
+  // the updated weights to the next group's forwards.
+  std::function<std::size_t(int stage)> state_bytes;
+  // Optional: the device whose accumulator the W/BW tasks of (stage,
+  // device) add into (several copies of a stage on one rank share one);
+  // empty = their own device's.
+  std::function<int(int stage, int device)> accumulator_device;
   // Delay of the k-th input edge of graph task `task` when it crosses devices; empty = none.
   std::function<double(int task, int k)> link_delay_s;
 };
 
 // The nodes of a run are its StarPU tasks: member tasks (member * n + id),
-// then link tasks, then epilogues (group * tp * stages + member * stages + stage).
+// then link tasks, then epilogues (group * tp * stages + member * stages + stage),
+// then installs.
 struct DataPlan {
   int n = 0, tp = 1, stages = 0;
   int group = 0;   // DataPlanOptions::epilogue_group
@@ -95,6 +113,9 @@ struct DataPlan {
   std::vector<HandleSpec> handles;
   std::vector<LinkSpec> links;
   int epilogues = 0;
+  // Per install: its epilogue and the device it installs on; per epilogue, its installs.
+  std::vector<int> install_epilogue, install_device;
+  std::vector<std::vector<int>> epilogue_installs;
   // Per node: its accesses in buffer order, and its slot (device * T + member).
   std::vector<std::vector<AccessSpec>> access;
   std::vector<int> slot;
@@ -105,6 +126,8 @@ struct DataPlan {
   int nodes() const { return static_cast<int>(access.size()); }
   int link_node(int l) const { return tasks() + l; }
   int epilogue_node(int e) const { return tasks() + static_cast<int>(links.size()) + e; }
+  int installs() const { return static_cast<int>(install_epilogue.size()); }
+  int install_node(int i) const { return epilogue_node(epilogues) + i; }
 };
 
 DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
@@ -112,7 +135,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
 // The order the submitter hands the nodes to StarPU, from an order of graph
 // ids: every member of each id in turn, a task's link just before it; the
 // epilogues last, or (grouped) each right after the last accumulator write
-// of its group, the ids sorted by group first (stable: within a group the
+// of its group, each followed by its installs, the ids sorted by group first (stable: within a group the
 // given order stays, and every edge joins tasks of one microbatch).
 std::vector<int> submission_nodes(const DataPlan& plan, std::vector<int> order);
 

@@ -18,6 +18,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hints/hint.hpp"
@@ -39,7 +40,20 @@ struct TaskIo {
   // -1 and null.
   int cuda_device = -1;
   void* stream = nullptr;
+  // With ExecOptions::state_bytes (host memory, 8-byte header first): a
+  // W/BW's accumulator, a gated F's version handle; null otherwise.
+  void* accumulator = nullptr;
+  const void* version = nullptr;
 };
+
+// Inside an epilogue with ExecOptions::state_bytes: the accumulators it
+// reads (device holding each, host pointer) and the version it writes.
+struct EpilogueIo {
+  std::vector<std::pair<int, void*>> accumulators;
+  void* version = nullptr;
+};
+// The running epilogue's (null elsewhere, and without state bytes).
+const EpilogueIo* epilogue_io();
 // The body of every graph task, called with member * tasks + task id.
 using TaskBody = std::function<void(int call, const TaskIo& io)>;
 
@@ -91,6 +105,15 @@ struct ExecOptions {
   std::function<void()> worker_init;
   // Bytes of every message handle (activations and gradients), at least 1.
   std::size_t message_bytes = 64;
+  // Optional (AMDP across ranks, docs/async.md; DataPlanOptions): state
+  // bytes of each stage's accumulators and version handles, and the device
+  // whose accumulator a (stage, device)'s W/BW add into. CPU workers only.
+  std::function<std::size_t(int stage)> state_bytes;
+  std::function<int(int stage, int device)> accumulator_device;
+  // With state bytes and a gate: run on `device`'s worker once the
+  // epilogue's version (EpilogueIo::version) is there, for each device
+  // holding another accumulator of its stage. Required then.
+  std::function<void(int epilogue, int device)> stage_install;
   // Optional, for tests: called on the worker before every body (member *
   // tasks + id); a throw fails the task like a throwing body. Drivers build
   // it from RRFP_FAIL_TASK and friends; production runs leave it empty.

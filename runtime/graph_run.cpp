@@ -26,7 +26,12 @@ struct LinkArg {
 struct EpilogueArg {
   int index;  // member * stages + stage; first, for the performance model's footprint
   RunState* run;
+  const DataPlan* plan = nullptr;
+  int node = -1;
+  int install_of = -1, device = -1;  // an install: its epilogue and device
 };
+
+thread_local const EpilogueIo* current_epilogue_io = nullptr;
 
 starpu_data_access_mode mode_of(Access a) {
   switch (a) {
@@ -90,7 +95,7 @@ void register_handles(Submission& sub, const RankLayout& L, const std::vector<un
   for (size_t i = 0; i < hs.size(); ++i) {
     if (!touched[i]) continue;
     const bool mine = L.rank_of_slot(hs[i].slot) == L.rank;
-    const bool message = hs[i].kind == HandleKind::Activation || hs[i].kind == HandleKind::Gradient;
+    const bool message = hs[i].vector;  // a message, or state bytes (DataPlanOptions::state_bytes)
     uintptr_t ptr = 0;
     if (mine && message) {
       sub.bytes[i].assign(hs[i].bytes, 0);
@@ -108,6 +113,8 @@ void register_handles(Submission& sub, const RankLayout& L, const std::vector<un
 }
 
 }  // namespace
+
+const EpilogueIo* epilogue_io() { return current_epilogue_io; }
 
 // --- Task bodies (the codelets' CPU functions, runtime/codelets.hpp).
 
@@ -127,6 +134,8 @@ void graph_task_body(void** buffers, void* cl_arg) {
     io.bytes = a->message_bytes;
     if (a->in_buf >= 0) io.in = reinterpret_cast<const void*>(STARPU_VECTOR_GET_PTR(buffers[a->in_buf]));
     if (a->out_buf >= 0) io.out = reinterpret_cast<void*>(STARPU_VECTOR_GET_PTR(buffers[a->out_buf]));
+    if (a->acc_buf >= 0) io.accumulator = reinterpret_cast<void*>(STARPU_VECTOR_GET_PTR(buffers[a->acc_buf]));
+    if (a->version_buf >= 0) io.version = reinterpret_cast<const void*>(STARPU_VECTOR_GET_PTR(buffers[a->version_buf]));
     io.cuda_device = worker_cuda_device();
     io.stream = worker_cuda_stream();
     std::string err = run_guarded(
@@ -155,15 +164,29 @@ void link_task_body(void** /*buffers*/, void* cl_arg) {
 
 void release_task_body(void** /*buffers*/, void* cl_arg) { starpu_task_end_dep_release(static_cast<starpu_task*>(cl_arg)); }
 
-void epilogue_task_body(void** /*buffers*/, void* cl_arg) {
+void epilogue_task_body(void** buffers, void* cl_arg) {
   auto* a = static_cast<EpilogueArg*>(cl_arg);
   RunState* r = a->run;
   const int i = a->index;
   r->epi_worker[i] = starpu_worker_get_id();
   r->running.fetch_add(1);
   r->epi_start[i] = r->now();
+  EpilogueIo io;  // the state bytes it reads and writes (DataPlanOptions::state_bytes)
+  const DataPlan& p = *a->plan;
+  for (size_t b = 0; b < p.access[a->node].size(); ++b) {
+    const HandleSpec& h = p.handles[p.access[a->node][b].handle];
+    if (!h.vector) continue;
+    void* ptr = reinterpret_cast<void*>(STARPU_VECTOR_GET_PTR(buffers[b]));
+    if (h.kind == HandleKind::Accumulator) io.accumulators.push_back({h.slot / p.tp, ptr});
+    if (h.kind == HandleKind::Version) io.version = ptr;
+  }
   if (!r->abort.load()) {  // an aborted run (a failed pass) skips the step too
-    std::string err = run_guarded([&] { (*r->epilogue)(i); }, epilogue_name(i, r->g->spec().stages, r->tp));
+    current_epilogue_io = &io;
+    const int S = r->g->spec().stages, e = a->install_of;
+    std::string err = e < 0 ? run_guarded([&] { (*r->epilogue)(i); }, epilogue_name(i, S, r->tp))
+                            : run_guarded([&] { (*r->install)(e, a->device); },
+                                          fmt::format("install of {} on device {}", epilogue_name(e, S, 1), a->device));
+    current_epilogue_io = nullptr;
     if (!err.empty()) r->fail(std::move(err));
   }
 }
@@ -184,6 +207,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   const PolicyChoice::Kind kind = spec.choice->kind;
   const bool strict = kind == PolicyChoice::Kind::RrfpFixed || kind == PolicyChoice::Kind::StaticOrder;
   if (opt.message_bytes < 1) throw SpecError("message handles need at least one byte");
+  if (opt.cuda && opt.state_bytes) throw SpecError("state bytes (AMDP across ranks) live in host memory: CPU workers only");
 
   auto sub = std::make_unique<Submission>();
   RunState& run = *sub->run;
@@ -192,6 +216,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   run.tp = T;
   run.body = spec.body;
   run.epilogue = opt.stage_epilogue ? &opt.stage_epilogue : nullptr;
+  run.install = opt.stage_install ? &opt.stage_install : nullptr;
   run.hook = opt.task_hook ? &opt.task_hook : nullptr;
   run.link = &sub->link;
 
@@ -208,15 +233,26 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   po.gate_lag = opt.gate_lag;
   po.message_bytes = opt.message_bytes;
   po.link_delay_s = opt.link_delay_s;
+  po.state_bytes = opt.state_bytes;
+  po.accumulator_device = opt.accumulator_device;
   sub->plan = plan_data(g, po);
   const DataPlan& plan = sub->plan;
   const int tasks = plan.tasks(), links = static_cast<int>(plan.links.size()), epis = plan.epilogues;
-  run.size_records(epis);
+  if (plan.installs() > 0 && !run.install) throw SpecError("state bytes with a gate need ExecOptions::stage_install");
+  run.size_records(epis + plan.installs());
   const unsigned ctx = RRFP_INITIAL_SCHED_CTX;
   if (spec.arb) {  // the run's configuration, for the rrfp policies (sched/rrfp_sched.h)
     const std::vector<const starpu_codelet*> cls = pass_codelets();
+    // An update is owed by counting only where all of its stage's W/BW
+    // and the update itself run on this rank.
+    std::vector<unsigned char> counted(g.spec().stages, 1);
+    for (int s = 0; s < g.spec().stages; ++s) counted[s] = L.rank_of_slot(g.spec().device_of(s, 0) * T) == me;
+    for (int id = 0; id < n; ++id)
+      if (const Task& t = g.task(id); (t.kind == Kind::W || t.kind == Kind::BW) && L.rank_of_slot(t.device * T) != me)
+        counted[t.stage] = 0;
     const rrfp_sched_config cfg{spec.arb, spec.worker_of_slot.data(), static_cast<int>(spec.worker_of_slot.size()),
-                                cls.data(), static_cast<int>(cls.size()), n, T, opt.epilogue_group, epilogue_codelet()};
+                                cls.data(), static_cast<int>(cls.size()), n, T, opt.epilogue_group, epilogue_codelet(),
+                                counted.data()};
     char err[256];
     if (rrfp_sched_attach(ctx, &cfg, err, sizeof err) != 0) throw SpecError(fmt::format("{}: {}", spec.choice->name, err));
   }
@@ -232,6 +268,21 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     build[node] = b;
     if (b)
       for (const AccessSpec& a : plan.access[node]) touched[a.handle] = 1;
+  }
+  // State bytes (an accumulator, a version) are written many times: a rank
+  // that receives them also submits every task writing them, so that
+  // StarPU-MPI's cache drops its copy when the owner's changes.
+  auto rewritten = [&](const AccessSpec& a) {
+    const HandleSpec& h = plan.handles[a.handle];
+    return a.mode != Access::R && touched[a.handle] && rank_of_handle(a.handle) != me && h.vector &&
+           (h.kind == HandleKind::Accumulator || h.kind == HandleKind::Version);
+  };
+  std::vector<int> also;
+  for (int node = 0; node < plan.nodes(); ++node)
+    if (!build[node] && std::any_of(plan.access[node].begin(), plan.access[node].end(), rewritten)) also.push_back(node);
+  for (int node : also) {
+    build[node] = 1;
+    for (const AccessSpec& a : plan.access[node]) touched[a.handle] = 1;
   }
   register_handles(*sub, L, touched);
 
@@ -257,7 +308,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
 
   sub->args.resize(tasks);
   sub->link_args.resize(links);
-  sub->epi_args.resize(epis);
+  sub->epi_args.resize(epis + plan.installs());
   sub->tasks.assign(plan.nodes(), nullptr);
   sub->arrival_args = std::make_unique<ArrivalArg[]>(plan.nodes());
   int expected_remote = 0;
@@ -317,10 +368,16 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     for (size_t i = 0; i < plan.access[mt].size(); ++i) {
       if (plan.access[mt][i].handle == plan.msg_in[mt]) a.in_buf = static_cast<int>(i);
       if (plan.access[mt][i].handle == plan.msg_out[mt]) a.out_buf = static_cast<int>(i);
+      const HandleSpec& h = plan.handles[plan.access[mt][i].handle];
+      if (h.vector && h.kind == HandleKind::Accumulator) a.acc_buf = static_cast<int>(i);
+      if (h.vector && h.kind == HandleKind::Version) a.version_buf = static_cast<int>(i);
     }
   }
   for (int l = 0; l < links; ++l) sub->link_args[l] = {&run, nullptr, plan.links[l].delay_s};
-  for (int e = 0; e < epis; ++e) sub->epi_args[e] = {e, &run};
+  for (int e = 0; e < epis; ++e) sub->epi_args[e] = {e, &run, &sub->plan, plan.epilogue_node(e)};
+  for (int i = 0; i < plan.installs(); ++i)
+    sub->epi_args[epis + i] = {epis + i, &run, &sub->plan, plan.install_node(i), plan.install_epilogue[i],
+                               plan.install_device[i]};
 
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();
@@ -338,8 +395,9 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     } else if (is_link(node)) {
       submit(node, link_codelet(), &sub->link_args[node - tasks], 0, 0);
     } else {
-      // Grouped (an asynchronous stage's update): the rrfp policies run it
-      // before its device's next pass (rrfp_sched_config::update_group).
+      // Grouped (an asynchronous stage's update, or an install of its
+      // weights): the rrfp policies run it before its device's next pass
+      // once pushed (rrfp_sched_config::update_group).
       submit(node, epilogue_codelet(), &sub->epi_args[node - tasks - links], 0, 0);
     }
   }

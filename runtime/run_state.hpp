@@ -27,6 +27,7 @@ struct RunState {
   int n = 0, tp = 1;                                   // graph tasks, tensor-parallel members
   const TaskBody* body = nullptr;                      // called with member * n + task id
   const std::function<void(int)>* epilogue = nullptr;  // member * stages + stage; may be null
+  const std::function<void(int, int)>* install = nullptr;  // ExecOptions::stage_install; may be null
   const std::function<void(int)>* hook = nullptr;      // ExecOptions::task_hook; may be null
   DecisionChannel* decisions = nullptr;                // multi-rank tensor parallelism
   LinkThread* link = nullptr;
@@ -36,7 +37,7 @@ struct RunState {
   std::vector<double> start, end;
   std::vector<int> worker, pos;
   std::vector<double> prof_start, prof_end;  // StarPU's profiling (ExecOptions::profile), microseconds
-  std::vector<double> epi_start, epi_end;    // per epilogue
+  std::vector<double> epi_start, epi_end;    // per epilogue, then per install
   std::vector<int> epi_worker;
   std::vector<std::vector<int>> by_worker;  // task ids per worker, each written only by its worker thread
   std::atomic<int> done{0}, running{0};

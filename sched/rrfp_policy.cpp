@@ -43,6 +43,7 @@ struct State {
   int update_group = 0;
   const starpu_codelet* update_codelet = nullptr;
   std::vector<int> writes_done, due;
+  std::vector<unsigned char> counted;  // per stage (rrfp_sched_config::update_counted)
   // Read without the lock on the idle pop path, so they are atomics: an
   // idle worker must not touch the mutex unless something changed for it.
   std::atomic<int> slot_of_worker[STARPU_NMAXWORKERS];
@@ -226,7 +227,8 @@ void post_exec_hook(starpu_task* task, unsigned sched_ctx) {
     const Task& t = s.arb->hint().graph->task(a->id);
     // The update runs where the stage's epilogue lives (its microbatch 0's
     // device), which for a replicated stage (AMDP) need not be t.device.
-    if ((t.kind == Kind::W || t.kind == Kind::BW) && ++s.writes_done[t.stage] % s.update_group == 0)
+    if ((t.kind == Kind::W || t.kind == Kind::BW) && s.counted[t.stage] &&
+        ++s.writes_done[t.stage] % s.update_group == 0)
       ++s.due[s.arb->hint().spec().device_of(t.stage, 0) * s.tp];
   }
   // A finished backward frees in-flight room for a forward of this device.
@@ -327,7 +329,10 @@ extern "C" int rrfp_sched_attach(unsigned sched_ctx, const rrfp_sched_config* cf
   s.follow.assign(slots, {});
   s.update_group = cfg->update_codelet ? cfg->update_group : 0;
   s.update_codelet = cfg->update_codelet;
-  s.writes_done.assign(arb->hint().spec().stages, 0);
+  const int stages = arb->hint().spec().stages;
+  s.writes_done.assign(stages, 0);
+  s.counted.assign(stages, 1);
+  if (cfg->update_counted) s.counted.assign(cfg->update_counted, cfg->update_counted + stages);
   s.due.assign(slots, 0);
   for (auto& d : s.slot_of_worker) d.store(-1);
   for (int i = 0; i < slots; ++i) {

@@ -50,6 +50,11 @@ struct rrfp_sched_config {
      the update (a task of update_codelet) before its next pass. */
   int update_group;
   const struct starpu_codelet *update_codelet;
+  /* Per model stage, 1 where its update is owed by counting: its W/BW and
+     its update all run in this process. Elsewhere (AMDP across ranks: the
+     update also waits for other ranks' sums) the update only jumps the
+     queue once pushed. NULL: every stage. */
+  const unsigned char *update_counted;
 };
 
 /* 0, or -1 with the reason in `err` (the context's policy is not rrfp or

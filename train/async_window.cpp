@@ -9,6 +9,7 @@
 
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
+#include "mpi/mpi_session.hpp"
 #include "train/trainer_io.hpp"
 
 namespace rrfp::train {
@@ -33,9 +34,8 @@ void check_async_options(const TrainOptions& o) {
   if (o.split == 1) throw SpecError(fmt::format("{} runs the fused backward (--split 0), as the paper does", what));
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
-  if (o.multi_rank && amdp)
-    throw SpecError("--async amdp under mpirun is not supported yet: a stage's mirror copies would live on several "
-                    "ranks and need their gradients reduced between them (docs/async.md); --async paci runs there");
+  if (o.multi_rank && amdp && o.cuda)
+    throw SpecError("--async amdp under mpirun moves gradient sums and weights as host data: no --cuda");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
   if (amdp) {
@@ -60,14 +60,19 @@ AsyncWindows::Shape& AsyncWindows::shape(int K) {
   auto it = shapes_.find(K);
   if (it != shapes_.end()) return it->second;
   const bool amdp = o_.async_mode == "amdp";
-  Shape sh{amdp ? amdp_hint(P_, o_.directions, M_, K) : make_hint("1f1b", {P_, K * M_, 0, 0, 0}), nullptr};
+  Shape sh{amdp ? amdp_hint(P_, o_.directions, M_, K) : make_hint("1f1b", {P_, K * M_, 0, 0, 0}), nullptr, nullptr};
   sh.pipe = std::make_unique<Pipeline>(model_, P_, K * M_, o_.deterministic, o_.partition);
   sh.pipe->set_message_shape(msg_shape_);
   sh.pipe->set_update_group(M_);
   // AMDP's stages live on several devices (one per direction): their
   // weights are one tensor set here (docs/async.md, "Mirror groups").
   if (!amdp) sh.pipe->set_placement({sh.hint.spec().placement[0]}, {});
-  return shapes_.emplace(K, std::move(sh)).first->second;
+  Shape& kept = shapes_.emplace(K, std::move(sh)).first->second;
+  if (amdp && exec_) {  // across ranks: each rank sums its own copies' microbatches
+    kept.ranks = std::make_unique<AmdpRanks>(kept.hint, M_, rank_, devices_per_rank_);
+    for (int s = 0; s < P_; ++s) kept.pipe->set_local_microbatches(s, kept.ranks->local_microbatches(s));
+  }
+  return kept;
 }
 
 std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vector<Microbatch>> batches,
@@ -98,15 +103,30 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   std::vector<double> t_s(g.size(), 0);
   eo.epilogue_group = M_;
   eo.gate_lag = o_.async_mode == "amdp" ? 2 : 0;
+  AmdpRanks* xr = sh.ranks.get();  // AMDP across ranks: gradient sums and weights as StarPU data
+  if (xr) {
+    xr->begin_window();
+    eo.state_bytes = [&pipe](int s) { return AmdpRanks::state_bytes(pipe, s); };
+    eo.accumulator_device = [xr](int s, int d) { return xr->accumulator_device(s, d); };
+  }
+  // The home's update arrived on this rank: its copies take the weights.
+  auto take_weights = [&](int s, const void* buf) {
+    std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
+    if (xr->install(pipe, s, buf)) version[s].store(xr->installed(s));
+  };
+  if (xr) eo.stage_install = [&](int e, int) { take_weights(e % P_, epilogue_io()->version); };
   eo.stage_epilogue = [&](int e) {  // group * P + stage
     const int k = e / P_, s = e % P_;
     const auto t0 = Clock::now();
     one_intra_op_thread();
     {
       std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
-      update(s, first_step + k, pipe.stage_grads(s));
+      std::vector<torch::Tensor> grads = pipe.stage_grads(s);
+      if (xr) xr->add_remote_sums(s, k, grads);
+      update(s, first_step + k, grads);
       pipe.next_group(s);
-      version[s].fetch_add(1);
+      const int v = version[s].fetch_add(1) + 1;
+      if (xr && epilogue_io()->version) AmdpRanks::pack_weights(pipe, s, v, epilogue_io()->version);
     }
     if (hooks.slice && !distributed) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());
   };
@@ -116,12 +136,20 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const Task& t = g.task(call);
     const size_t at = static_cast<size_t>(t.stage) * MW + t.mb;
     if (hooks.before) hooks.before(first_step + t.mb / M_, t.kind, t.stage, t.mb % M_);
+    const bool away = xr && !xr->home_here(t.stage);  // the stage's update runs on another rank
+    if (away && io.version) take_weights(t.stage, io.version);  // a gated forward: its gate's weights, if not yet
     std::shared_lock<std::shared_mutex> lk(weights_mu[t.stage]);
     (t.kind == Kind::F ? seen_f : seen_b)[at] = version[t.stage].load();
     const auto t0 = Clock::now();
     pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
     const auto t1 = Clock::now();
     lk.unlock();
+    // This rank's last backward of the group (they share one accumulator,
+    // so one at a time): its sum goes to the home's update.
+    if (away && t.kind != Kind::F && xr->count_backward(t.stage, t.mb)) {
+      AmdpRanks::pack_sum(pipe.stage_grads(t.stage), xr->local_count(t.stage, t.mb / M_), io.accumulator);
+      pipe.next_group(t.stage);
+    }
     t_s[call] = std::chrono::duration<double>(t1 - t0).count();
     if (hooks.slice && !distributed) hooks.slice(t.device, label(t), t0, t1);
   };
@@ -131,6 +159,12 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   const auto t_end = Clock::now();
   const double wall = std::chrono::duration<double>(t_end - t0).count();
   policy_ = r.policy;
+  if (distributed) {  // each microbatch's loss was computed on one rank (exact zeros elsewhere)
+    std::vector<float> l = pipe.microbatch_losses();
+    mpi_sum_in_place(l.data(), static_cast<int>(l.size()));
+    pipe.set_microbatch_losses(std::move(l));
+  }
+  if (xr) xr->broadcast_weights(pipe);  // the homes' weights, for the next window on every rank
   if (distributed && hooks.slice) {  // every rank's passes, on the common origin
     const auto origin = t_end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.wall_s));
     auto at = [&](double x) { return origin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(x)); };

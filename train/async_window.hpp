@@ -20,6 +20,7 @@
 #include "hints/hint.hpp"
 #include "mpi/mpi_executor.hpp"
 #include "runtime/executor.hpp"
+#include "train/amdp_ranks.hpp"
 #include "train/model.hpp"
 #include "train/pipeline.hpp"
 #include "train/trainer.hpp"
@@ -66,14 +67,21 @@ class AsyncWindows {
   // its own stages' passes and updates. The `slice` hook then reports every
   // rank's passes after the run, from the merged records (the updates are
   // each rank's own: left out, as in the synchronous trace). The records
-  // run() returns hold this rank's drift, peaks and losses: the caller
-  // merges them (Trainer: the last stage's rank has the losses).
-  void set_executor(Executor e) { exec_ = std::move(e); }
+  // run() returns hold every rank's losses (summed over the ranks) and
+  // this rank's drift and peaks: the caller merges those.
+  // AMDP then runs across ranks (train/amdp_ranks.hpp): `rank` is this
+  // process's, devices d*K..d*K+K-1 are on rank d / K.
+  void set_executor(Executor e, int rank, int devices_per_rank) {
+    exec_ = std::move(e);
+    rank_ = rank;
+    devices_per_rank_ = devices_per_rank;
+  }
 
  private:
   struct Shape {
     Hint hint;
     std::unique_ptr<Pipeline> pipe;
+    std::unique_ptr<AmdpRanks> ranks;  // AMDP under mpirun
   };
   Shape& shape(int K);
   const TrainOptions& o_;
@@ -83,6 +91,7 @@ class AsyncWindows {
   std::map<int, Shape> shapes_;  // per window length
   std::string policy_;
   Executor exec_;  // set under mpirun; else execute()
+  int rank_ = 0, devices_per_rank_ = 1;
 };
 
 }  // namespace rrfp::train

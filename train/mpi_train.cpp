@@ -35,7 +35,6 @@ MpiTrainPlan mpi_train_plan(const Hint& hint, int T, int K, int rank, bool deter
     for (int m = 0; m < M; ++m)
       if (m == 0 || rank_of(s, m, 0) != rank_of(s, m - 1, 0)) plan.mirror[s].push_back({rank_of(s, m, 0), m});
   }
-  plan.loss_rank = rank_of(S - 1, 0, 0);
   plan.mopt.devices_per_rank = K;
   return plan;
 }

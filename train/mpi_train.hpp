@@ -33,7 +33,6 @@ struct MirrorHop {
 struct MpiTrainPlan {
   MpiOptions mopt;
   std::vector<unsigned char> local_stage;  // per model stage: this rank runs it
-  int loss_rank = 0;                       // rank of the last stage's (first) copy: --async reads the losses there
   // Per model stage: the ranks holding a copy (ascending), and the hops of
   // its mirror reduction (empty when one rank holds every copy).
   std::vector<std::vector<int>> holders;

@@ -62,6 +62,8 @@ void Pipeline::begin_step(std::vector<Microbatch> mbs) {
   if (acc_.size() != static_cast<size_t>(stages())) acc_.assign(stages(), {});
   acc_count_.assign(stages(), 0);
   acc_base_.assign(stages(), 0);
+  acc_live_.assign(stages(), 0);
+  local_mb_.resize(stages());
   if (det_) early_.assign(static_cast<size_t>(stages()) * M_, {});
   for (int s = 0; s < stages(); ++s) peak_[s].store(0);
   for (int d = 0; d < devices_; ++d) device_peak_[d].store(0);
@@ -309,7 +311,8 @@ void Pipeline::add_to_sum(int s, std::vector<torch::Tensor>& grads) {
   auto& acc = acc_[s];
   // The first microbatch is copied, not kept: a returned gradient may share
   // storage with autograd state. The buffers are made once, by the first step.
-  if (acc_count_[s]++ > 0) {
+  ++acc_count_[s];
+  if (std::exchange(acc_live_[s], 1)) {
     for (size_t i = 0; i < acc.size(); ++i) acc[i].add_(grads[i]);
   } else if (!acc.empty()) {
     for (size_t i = 0; i < acc.size(); ++i) acc[i].copy_(grads[i]);
@@ -322,6 +325,7 @@ void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
   std::lock_guard<std::mutex> g(acc_mu_[s]);
   if (!det_) return add_to_sum(s, grads);
   // Microbatch order within the stage's current group (all M without groups).
+  skip_foreign(s);
   if (m != acc_base_[s] + acc_count_[s]) {  // ahead of its turn: wait for the microbatches before it
     early_[static_cast<size_t>(s) * M_ + m] = std::move(grads);
     return;
@@ -333,10 +337,25 @@ void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
 void Pipeline::add_early(int s) {
   const int group = group_ > 0 ? group_ : M_;
   auto early = [&](int mb) -> std::vector<torch::Tensor>& { return early_[static_cast<size_t>(s) * M_ + mb]; };
+  skip_foreign(s);
   while (acc_count_[s] < group && !early(acc_base_[s] + acc_count_[s]).empty()) {
     auto next = std::exchange(early(acc_base_[s] + acc_count_[s]), {});
     add_to_sum(s, next);
+    skip_foreign(s);
   }
+}
+
+void Pipeline::skip_foreign(int s) {
+  const auto& local = local_mb_[s];
+  const int group = group_ > 0 ? group_ : M_;
+  while (!local.empty() && acc_count_[s] < group && !local[acc_base_[s] + acc_count_[s]]) ++acc_count_[s];
+}
+
+void Pipeline::set_local_microbatches(int s, std::vector<unsigned char> local) {
+  if (!local.empty() && static_cast<int>(local.size()) != M_)
+    throw std::invalid_argument(fmt::format("set_local_microbatches: {} entries, expected {}", local.size(), M_));
+  local_mb_.resize(stages());
+  local_mb_[s] = std::move(local);
 }
 
 void Pipeline::add_partial_sum(int s, int first_mb, std::vector<torch::Tensor> partial) {
@@ -347,25 +366,28 @@ void Pipeline::add_partial_sum(int s, int first_mb, std::vector<torch::Tensor> p
                                          first_mb, acc_base_[s] + acc_count_[s]));
     acc_[s] = std::move(partial);
     acc_count_[s] = first_mb - acc_base_[s];
+    acc_live_[s] = 1;
     add_early(s);
     return;
   }
-  for (size_t i = 0; i < acc_[s].size() && acc_count_[s] > 0; ++i) partial[i].add_(acc_[s][i]);
+  for (size_t i = 0; i < acc_[s].size() && acc_live_[s]; ++i) partial[i].add_(acc_[s][i]);
   acc_[s] = std::move(partial);
   acc_count_[s] = std::max(acc_count_[s], 1);
+  acc_live_[s] = 1;
 }
 
 void Pipeline::set_stage_sum(int s, std::vector<torch::Tensor> sum) {
   std::lock_guard<std::mutex> g(acc_mu_[s]);
   acc_[s] = std::move(sum);
   acc_count_[s] = group_ > 0 ? group_ : M_;
+  acc_live_[s] = 1;
 }
 
 std::vector<torch::Tensor> Pipeline::stage_grads(int s) const {
   const int group = group_ > 0 ? group_ : M_;
   if (det_ && acc_count_[s] != group)
     throw std::logic_error(fmt::format("stage {} microbatch {} has no gradient", s, acc_base_[s] + acc_count_[s]));
-  return acc_count_[s] > 0 ? acc_[s] : std::vector<torch::Tensor>{};
+  return acc_live_[s] ? acc_[s] : std::vector<torch::Tensor>{};
 }
 
 void Pipeline::set_update_group(int g) {
@@ -377,6 +399,7 @@ void Pipeline::set_update_group(int g) {
 void Pipeline::next_group(int s) {
   std::lock_guard<std::mutex> g(acc_mu_[s]);
   acc_count_[s] = 0;  // the next group's first gradient overwrites the sums
+  acc_live_[s] = 0;
   acc_base_[s] += group_;
 }
 

@@ -92,6 +92,11 @@ class Pipeline {
   // next_group(s) starts its next one (after the update read the sums).
   void set_update_group(int g);
   void next_group(int s);
+  // AMDP across ranks: per microbatch, 1 where this rank runs stage s's
+  // passes (empty: all). Deterministic sums skip the others, so this
+  // rank's share of a group is added in microbatch order.
+  void set_local_microbatches(int s, std::vector<unsigned char> local);
+  int accumulated(int s) const { return acc_count_[s]; }  // microbatches of the current group added (or skipped)
   double group_loss(int k) const;  // mean over group k's microbatches
   // Mean of the microbatch losses, summed in microbatch order.
   double loss() const;
@@ -156,6 +161,9 @@ class Pipeline {
   std::vector<std::vector<torch::Tensor>> acc_;
   std::vector<int> acc_count_;  // per stage: microbatches added this step (or group)
   std::vector<int> acc_base_;   // per stage: first microbatch of its current group
+  std::vector<unsigned char> acc_live_;  // per stage: the sums hold this group's gradients
+  std::vector<std::vector<unsigned char>> local_mb_;  // set_local_microbatches
+  void skip_foreign(int s);     // deterministic: counts the other ranks' microbatches whose turn came
   int group_ = 0;               // set_update_group; 0 = one group of M
   // Deterministic mode: gradients that arrived ahead of their turn, per
   // (stage, microbatch); empty when W runs in microbatch order.

@@ -81,7 +81,7 @@ Trainer::Impl::Impl(Resolved r)
   res.target.loss = o.target_loss;
   if (!o.async_mode.empty()) {
     async = std::make_unique<AsyncWindows>(o, model(), P, msg_shape);
-    if (mpi) async->set_executor(mpi_executor(plan.mopt));
+    if (mpi) async->set_executor(mpi_executor(plan.mopt), mpi_rank, o.devices_per_rank);
     ident["async"] = o.async_mode;  // a synchronous checkpoint's identity stays as it was
     if (o.async_mode == "amdp") ident["directions"] = o.directions;
   }

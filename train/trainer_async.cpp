@@ -10,8 +10,7 @@
 namespace rrfp::train {
 
 void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
-  for (StepRecord& r : recs) {
-    mpi_broadcast(&r.loss, sizeof r.loss, plan.loss_rank);
+  for (StepRecord& r : recs) {  // the losses are merged already (AsyncWindows::run)
     std::vector<double> v;
     for (int x : r.drift_max) v.push_back(x);
     v.insert(v.end(), r.drift_mean.begin(), r.drift_mean.end());
