@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
 #include "hints/replay.hpp"
 #include "runtime/bench.hpp"
@@ -110,6 +111,54 @@ TEST(DataFlow, HandlesPerMessageAndStage) {
   EXPECT_EQ(grad, 4);
   EXPECT_EQ(stash, 8);  // S * M
   EXPECT_EQ(acc, 2);    // S (one device each)
+}
+
+// AMDP across ranks (docs/async.md, "AMDP under mpirun"): with state bytes
+// the accumulators and versions carry a header plus the stage's bytes, the
+// copies mapped together share one accumulator, and every epilogue is
+// followed by one install per other accumulator of its stage, which waits
+// for that epilogue and for nothing else; the gated forwards still wait
+// for the epilogue two groups back.
+TEST(DataFlow, StateBytesSharedAccumulatorsAndInstalls) {
+  const int P = 4, g = 4, K = 3;
+  Hint h = amdp_hint(P, 4, g, K);  // every device holds every stage
+  const PipelineSpec& spec = h.spec();
+  DataPlanOptions o;
+  o.epilogues = true;
+  o.commute = true;
+  o.epilogue_group = g;
+  o.gate_lag = 2;
+  o.state_bytes = [](int s) { return static_cast<std::size_t>(1000 + s); };
+  // Devices 0-1 and 2-3 are two ranks: a rank's copies share the first one's accumulator.
+  o.accumulator_device = [&](int s, int d) {
+    const int home = spec.device_of(s, 0);
+    return d / 2 == home / 2 ? home : (d / 2) * 2;
+  };
+  const DataPlan p = plan_data(*h.graph, o);
+  int acc = 0, ver = 0;
+  for (const HandleSpec& x : p.handles) {
+    if (x.kind == HandleKind::Accumulator || x.kind == HandleKind::Version) {
+      EXPECT_TRUE(x.vector);
+      EXPECT_EQ(x.bytes, 8u + 1000 + x.stage);
+    }
+    acc += x.kind == HandleKind::Accumulator, ver += x.kind == HandleKind::Version;
+  }
+  EXPECT_EQ(acc, P * 2);  // one per stage and rank
+  EXPECT_EQ(ver, P * 2);  // one per stage and gate slot
+  EXPECT_EQ(p.installs(), K * P);  // per epilogue, the other rank's accumulator
+  const auto deps = implied_dependencies(p, h.graph->topological_order());
+  for (int i = 0; i < p.installs(); ++i) {
+    const int e = p.install_epilogue[i], s = e % P;
+    EXPECT_NE(p.install_device[i] / 2, spec.device_of(s, 0) / 2) << "install " << i << " on the home's rank";
+    EXPECT_EQ(deps[p.install_node(i)], std::vector<int>{p.epilogue_node(e)}) << "install " << i;
+  }
+  for (int id = 0; id < h.graph->size(); ++id) {
+    const Task& t = h.graph->task(id);
+    if (t.kind != Kind::F || t.mb / g < 2) continue;
+    const int e = (t.mb / g - 2) * P + t.stage;
+    const auto& d = deps[id];
+    EXPECT_TRUE(std::find(d.begin(), d.end(), p.epilogue_node(e)) != d.end()) << h.graph->label(id);
+  }
 }
 
 // A tensor-parallel follower runs its leader's order, so it must not hold a

@@ -175,5 +175,60 @@ TEST(RuntimeAmdp, DriftStaysWithinOneUpdateUnderEveryPolicyAndRandomDurations) {
   EXPECT_GT(reached, 0) << "no microbatch crossed an update: the versions would not show a wrong one";
 }
 
+// AMDP across ranks moves bytes through the same graph (docs/async.md,
+// "AMDP under mpirun"). In one process: each W/BW adds to its device's
+// accumulator bytes, every epilogue reads every accumulator of its stage
+// with all of the group's counts in it and writes its version, every
+// install reads exactly that version, and a gated forward reads the
+// version of the update two groups back, never a later one.
+TEST(RuntimeAmdp, StateBytesCarrySumsToTheUpdateAndVersionsToInstalls) {
+  for (const char* pol : {"rrfp", "rrfp-fixed", "eager"}) {
+    use_policy(pol);
+    const int P = 4, group = 4, groups = 3;
+    const Hint h = amdp_hint(P, 2, group, groups);
+    const TaskGraph& g = *h.graph;
+    const PipelineSpec& spec = h.spec();
+    auto header = [](const void* p) { return *static_cast<const std::int64_t*>(p); };
+    std::atomic<int> installs{0}, gated{0};
+    ExecOptions o;
+    o.epilogue_group = group;
+    o.gate_lag = 2;
+    o.state_bytes = [](int) { return std::size_t{32}; };
+    o.accumulator_device = [](int, int d) { return d; };
+    o.stage_epilogue = [&](int e) {
+      const int k = e / P, s = e % P;
+      const EpilogueIo* io = epilogue_io();
+      ASSERT_TRUE(io && io->version) << pol;
+      EXPECT_EQ(io->accumulators.size(), 2u) << pol;  // one per direction's device
+      for (const auto& [d, buf] : io->accumulators) {
+        int want = 0;
+        for (int m = 0; m < (k + 1) * group; ++m) want += spec.device_of(s, m) == d;
+        EXPECT_EQ(header(buf), want) << pol << " update " << e << " device " << d;
+      }
+      *static_cast<std::int64_t*>(io->version) = e + 1;
+    };
+    o.stage_install = [&](int e, int d) {
+      EXPECT_NE(d, spec.device_of(e % P, 0)) << pol << ": an install on the home";
+      EXPECT_EQ(header(epilogue_io()->version), e + 1) << pol << " install of update " << e;
+      installs.fetch_add(1);
+    };
+    auto body = [&](int id, const TaskIo& io) {
+      const Task& t = g.task(id);
+      if (t.kind == Kind::BW) {
+        ASSERT_NE(io.accumulator, nullptr);
+        ++*static_cast<std::int64_t*>(io.accumulator);
+      }
+      if (t.kind == Kind::F && t.mb / group >= 2) {
+        ASSERT_NE(io.version, nullptr);
+        EXPECT_EQ(header(io.version), (t.mb / group - 2) * P + t.stage + 1) << pol << " " << g.label(id);
+        gated.fetch_add(1);
+      }
+    };
+    ASSERT_NO_THROW(execute(h, body, o)) << pol;
+    EXPECT_EQ(installs.load(), groups * P) << pol;  // each update, on its stage's other device
+    EXPECT_EQ(gated.load(), (groups - 2) * group * P) << pol;
+  }
+}
+
 }  // namespace
 }  // namespace rrfp

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "tests/train_helpers.hpp"
+#include "train/async_window.hpp"
 #include "train/trainer.hpp"
 
 namespace rrfp::train {
@@ -98,6 +99,35 @@ TEST(TrainAmdp, ResumeContinuesFromTheCheckpoint) {
   std::filesystem::remove_all(dir);
 }
 
+// AMDP across ranks: a rank sums only its own microbatches of a stage, in
+// microbatch order whatever order its backwards ran in (--deterministic),
+// and the other ranks' microbatches do not hold its sum back.
+TEST(TrainAmdp, RankSumsItsOwnMicrobatchesInOrder) {
+  const GptConfig c = testing::small_gpt(2, 2);
+  GptModel model(c, 7);
+  const auto mbs = testing::corpus_batch(c, 4, 2, 5);
+  auto grads_of = [&](bool det, std::vector<int> order, std::vector<unsigned char> local) {
+    Pipeline pipe(model, 2, 4, det);
+    for (int s = 0; s < 2 && !local.empty(); ++s) pipe.set_local_microbatches(s, local);
+    pipe.begin_step(mbs);
+    for (int m : order) {
+      pipe.run(Kind::F, 0, m);
+      pipe.run(Kind::F, 1, m);
+      pipe.run(Kind::BW, 1, m);
+      pipe.run(Kind::BW, 0, m);
+    }
+    std::vector<torch::Tensor> out;
+    for (int s = 0; s < 2; ++s)
+      for (const auto& g : pipe.stage_grads(s)) out.push_back(g.clone());
+    return out;
+  };
+  const auto ref = grads_of(false, {0, 2}, {});  // added in microbatch order
+  const auto got = grads_of(true, {2, 0}, {1, 0, 1, 0});
+  ASSERT_EQ(ref.size(), got.size());
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(torch::equal(ref[i], got[i])) << "gradient " << i;
+  EXPECT_THROW(grads_of(true, {2, 0}, {}), std::logic_error);  // without the mask: microbatch 1 is missing
+}
+
 TEST(TrainAmdp, BadOptionsAreRefusedByName) {
   const auto refused = testing::expect_refused;
   TrainOptions o = amdp(3, 2, 2);
@@ -117,6 +147,15 @@ TEST(TrainAmdp, BadOptionsAreRefusedByName) {
   o = amdp(2, 2, 2);
   o.split = 1;
   refused(o, "fused backward");
+  o = amdp(2, 2, 2);  // across ranks the mirror sums and weights travel as host data
+  o.multi_rank = true;
+  o.cuda = true;
+  try {
+    check_async_options(o);
+    ADD_FAILURE() << "--async amdp --cuda under mpirun was accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("as host data: no --cuda"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace rrfp::train
