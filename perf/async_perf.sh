@@ -9,7 +9,9 @@
 # the asynchronous windows end there, --window EVAL). Reported per configuration
 # (medians over rounds): tokens/s, the training seconds and tokens at which
 # the validation loss first reached the target, and the final validation loss.
-# Usage: perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
+# With RANKS=2 every run is `mpirun -np 2` (one stage a rank, docs/async.md
+# "AMDP under mpirun"; Chimera's and AMDP's mirror copies then span ranks).
+# Usage: [RANKS=2] perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-3}
@@ -20,10 +22,21 @@ EVAL=${6:-5}
 R=$BUILD/rrfp
 [ -x "$R" ] || { echo "error: $R not found (cmake --build $BUILD)" >&2; exit 2; }
 export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
+RANKS=${RANKS:-1}
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+launch() {  # POLICY ARGS...: one process, or RANKS ranks of one stage each
+  local pol=$1
+  shift
+  if [ "$RANKS" -gt 1 ]; then
+    mpirun --oversubscribe -np "$RANKS" -x STARPU_SCHED="$pol" "$R" "$@" --devices-per-rank 1
+  else
+    STARPU_SCHED=$pol "$R" "$@"
+  fi
+}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
-echo "gpt-tiny, --stages 2, M = 4, --steps $STEPS, --lr $LR, --eval-every $EVAL, target: validation loss <= $TARGET, $ROUNDS rounds"
+echo "ranks: $RANKS, gpt-tiny, --stages 2, M = 4, --steps $STEPS, --lr $LR, --eval-every $EVAL, target: validation loss <= $TARGET, $ROUNDS rounds"
 CONFIGS=(
   "1f1b:rrfp-fixed:--hint 1f1b --fused --microbatches 4"
   "1f1b:rrfp-wait:--hint 1f1b --fused --microbatches 4"
@@ -42,7 +55,7 @@ for ((r = 0; r < ROUNDS; ++r)); do
     c=${CONFIGS[$(((i + r) % N))]}
     IFS=: read -r name pol flags <<<"$c"
     # shellcheck disable=SC2086
-    STARPU_SCHED=$pol "$R" train --stages 2 --steps "$STEPS" --lr "$LR" --eval-every "$EVAL" $flags --quiet \
+    launch "$pol" train --stages 2 --steps "$STEPS" --lr "$LR" --eval-every "$EVAL" $flags --quiet \
       --json "$OUT/$name.$pol.$r.json"
   done
 done
