@@ -27,7 +27,7 @@ struct TaskArg : rrfp_graph_task {
   std::size_t message_bytes = 0;
 };
 
-// The codelets' functions, defined by the submitter (runtime/graph_run.cpp):
+// The codelets' functions (runtime/task_bodies.cpp):
 // the same function serves CPU and CUDA workers (on a CUDA worker the body
 // gets device pointers and the worker's stream, runtime/executor.hpp).
 void graph_task_body(void** buffers, void* cl_arg);
