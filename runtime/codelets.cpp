@@ -61,6 +61,10 @@ struct Codelets {
   // treats it as free).
   starpu_codelet link = make_codelet("rrfp_link", link_task_body, nullptr, false);
   starpu_codelet epilogue = make_codelet("rrfp_epilogue", epilogue_task_body, &epi_model);
+  // An install of a stage's updated weights on another rank (AMDP): a
+  // copy, not an optimizer step, so a model of its own.
+  starpu_perfmodel install_model = make_model("rrfp_install", epilogue_footprint);
+  starpu_codelet install = make_codelet("rrfp_install", epilogue_task_body, &install_model);
   starpu_codelet release = [] {
     starpu_codelet c = make_codelet("rrfp_link_release", release_task_body, nullptr, false);
     c.nbuffers = 0;
@@ -80,6 +84,7 @@ Codelets& codelets() {
 starpu_codelet* pass_codelet(Kind k) { return &codelets().pass[static_cast<int>(k)]; }
 starpu_codelet* link_codelet() { return &codelets().link; }
 starpu_codelet* epilogue_codelet() { return &codelets().epilogue; }
+starpu_codelet* install_codelet() { return &codelets().install; }
 starpu_codelet* release_codelet() { return &codelets().release; }
 std::vector<const starpu_codelet*> pass_codelets() {
   Codelets& c = codelets();

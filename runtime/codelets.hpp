@@ -1,9 +1,10 @@
 // The codelets of a run, one per pass kind (F, B, W, BW), the link task of
-// an emulated wire, and the per-stage epilogue (training's optimizer step).
-// All take a variable number of buffers (modes set per task, data_plan.hpp)
-// and carry a history-based performance model keyed by stage and message
-// size (footprint), under the symbols rrfp_F, rrfp_B, rrfp_W, rrfp_BW and
-// rrfp_epilogue, so dmda, dmdas and heteroprio have real models to use
+// an emulated wire, the per-stage epilogue (training's optimizer step) and
+// the install of its weights on other ranks (AMDP). All take a variable
+// number of buffers (modes set per task, data_plan.hpp) and carry a
+// history-based performance model keyed by stage and message size
+// (footprint), under the symbols rrfp_F, rrfp_B, rrfp_W, rrfp_BW,
+// rrfp_epilogue and rrfp_install, so dmda, dmdas and heteroprio have real models to use
 // (docs/runtime.md, "Performance models").
 #pragma once
 
@@ -43,6 +44,7 @@ void epilogue_ended(void* epilogue_arg);
 starpu_codelet* pass_codelet(Kind k);
 starpu_codelet* link_codelet();
 starpu_codelet* epilogue_codelet();
+starpu_codelet* install_codelet();  // same body as the epilogue (EpilogueArg::install_of)
 // No data: ends a link task whose delay is over (cl_arg: the link task).
 starpu_codelet* release_codelet();
 // The four pass codelets: the policy recognises graph tasks by them.

@@ -155,7 +155,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
         counted[t.stage] = 0;
     const rrfp_sched_config cfg{spec.arb, spec.worker_of_slot.data(), static_cast<int>(spec.worker_of_slot.size()),
                                 cls.data(), static_cast<int>(cls.size()), n, T, opt.epilogue_group, epilogue_codelet(),
-                                counted.data()};
+                                counted.data(), install_codelet()};
     char err[256];
     if (rrfp_sched_attach(ctx, &cfg, err, sizeof err) != 0) throw SpecError(fmt::format("{}: {}", spec.choice->name, err));
   }
@@ -301,7 +301,8 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       // Grouped (an asynchronous stage's update, or an install of its
       // weights): the rrfp policies run it before its device's next pass
       // once pushed (rrfp_sched_config::update_group).
-      submit(node, epilogue_codelet(), &sub->epi_args[node - tasks - links], 0, 0);
+      submit(node, node < plan.install_node(0) ? epilogue_codelet() : install_codelet(),
+             &sub->epi_args[node - tasks - links], 0, 0);
     }
   }
   const int expected_msgs = expected_remote + (sub->decisions ? sub->decisions->expected() : 0);

@@ -42,6 +42,7 @@ struct State {
   // finished per stage, and per slot the updates it owes before a pass.
   int update_group = 0;
   const starpu_codelet* update_codelet = nullptr;
+  const starpu_codelet* install_codelet = nullptr;
   std::vector<int> writes_done, due;
   std::vector<unsigned char> counted;  // per stage (rrfp_sched_config::update_counted)
   // Read without the lock on the idle pop path, so they are atomics: an
@@ -90,9 +91,10 @@ void lock_relaxed(State& s) {
   starpu_worker_relax_off();
 }
 
-// An asynchronous stage's update (rrfp_sched_config::update_codelet).
+// An asynchronous stage's update (rrfp_sched_config::update_codelet) or
+// an install of its weights elsewhere (install_codelet).
 bool urgent(const State& s, const starpu_task* task) {
-  return s.update_group > 0 && task->cl == s.update_codelet;
+  return s.update_group > 0 && (task->cl == s.update_codelet || (s.install_codelet && task->cl == s.install_codelet));
 }
 
 int push_task(starpu_task* task) {
@@ -184,7 +186,7 @@ starpu_task* pop_task(unsigned sched_ctx) {
       out = *it;
       s.foreign.erase(it);
       s.foreign_n.fetch_sub(1, std::memory_order_relaxed);
-      if (slot >= 0 && s.update_group > 0 && s.due[slot] > 0) --s.due[slot];
+      if (slot >= 0 && out->cl == s.update_codelet && s.due[slot] > 0) --s.due[slot];
       break;
     }
   // Its group is done but the update is not pushed yet: no pass before it
@@ -329,6 +331,7 @@ extern "C" int rrfp_sched_attach(unsigned sched_ctx, const rrfp_sched_config* cf
   s.follow.assign(slots, {});
   s.update_group = cfg->update_codelet ? cfg->update_group : 0;
   s.update_codelet = cfg->update_codelet;
+  s.install_codelet = cfg->install_codelet;
   const int stages = arb->hint().spec().stages;
   s.writes_done.assign(stages, 0);
   s.counted.assign(stages, 1);

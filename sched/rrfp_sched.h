@@ -55,6 +55,10 @@ struct rrfp_sched_config {
      update also waits for other ranks' sums) the update only jumps the
      queue once pushed. NULL: every stage. */
   const unsigned char *update_counted;
+  /* Installs of a stage's updated weights on its other copies (AMDP across
+     ranks): also run before the device's next pass once pushed, but never
+     owed by counting. NULL: none. */
+  const struct starpu_codelet *install_codelet;
 };
 
 /* 0, or -1 with the reason in `err` (the context's policy is not rrfp or

@@ -47,7 +47,7 @@ TEST(SchedApi, AConfigurationMustMatchThePolicy) {
   Arbiter strict(h, ArbiterOptions{Mode::Strict, 0, {}, {}});
   Arbiter ready(h, ArbiterOptions{Mode::ReadinessFirst, 0, {}, {}});
   const int workers[2] = {0, 1};
-  rrfp_sched_config cfg{&strict, workers, 2, nullptr, 0, h.graph->size(), 1, 0, nullptr, nullptr};
+  rrfp_sched_config cfg{&strict, workers, 2, nullptr, 0, h.graph->size(), 1, 0, nullptr, nullptr, nullptr};
   char err[256] = "";
   {
     StarpuSession session(resolve_policy("rrfp"), 2, false);
