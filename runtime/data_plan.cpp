@@ -29,10 +29,10 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   p.tp = T;
   p.stages = S;
   auto add = [&](HandleKind k, int s, int m, int member, int device, std::size_t bytes) {
-    const bool vec = k == HandleKind::Activation || k == HandleKind::Gradient ||
-                     ((k == HandleKind::Accumulator || k == HandleKind::Version) && o.state_bytes);
-    if (vec && k != HandleKind::Activation && k != HandleKind::Gradient) bytes = 8 + o.state_bytes(s);
-    p.handles.push_back({k, s, m, member, device * T + member, bytes, vec});
+    const bool message = k == HandleKind::Activation || k == HandleKind::Gradient;
+    const bool state = (k == HandleKind::Accumulator || k == HandleKind::Version) && o.state_bytes;
+    if (state) bytes = 8 + o.state_bytes(s);  // a count or version, then the bytes
+    p.handles.push_back({k, s, m, member, device * T + member, bytes, message || state});
     return static_cast<int>(p.handles.size()) - 1;
   };
   // Handles per (stage, microbatch, member): index ((member * S + s) * M + m).

@@ -4,7 +4,6 @@
 
 #include <cstring>
 
-#include "mpi/mpi_session.hpp"
 #include "runtime/executor.hpp"
 
 namespace rrfp::train {
@@ -136,14 +135,6 @@ bool AmdpRanks::install(Pipeline& pipe, int s, const void* buf) {
   for (size_t i = 0; i < params.size(); ++i) params[i].copy_(w[i]);
   installed_[s] = static_cast<int>(v);
   return true;
-}
-
-void AmdpRanks::broadcast_weights(const Pipeline& pipe) const {
-  for (int s = 0; s < S_; ++s)
-    for (auto& t : tensors_of(pipe, s)) {
-      if (!t.is_contiguous()) throw std::logic_error(fmt::format("stage {}: a weight is not contiguous", s));
-      mpi_broadcast(t.data_ptr(), static_cast<int>(bytes_of(t)), home_rank(s));
-    }
 }
 
 }  // namespace rrfp::train

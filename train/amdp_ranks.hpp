@@ -10,8 +10,9 @@
 // - the epilogue packs the updated weights into the version handle
 //   V(s, k mod 2) it already writes, and the next-but-one group's forwards
 //   on other ranks, which already read it (the gate), install them.
-// After each window the homes broadcast their stages' weights, so every
-// rank starts the next window (and evaluation, checkpoints) from them.
+// After each window the trainer has the homes broadcast their stages'
+// weights (Trainer::Impl::share_stage_state), so every rank starts the next
+// window, evaluation and checkpoints from them.
 #pragma once
 
 #include <torch/torch.h>
@@ -58,9 +59,6 @@ class AmdpRanks {
   static void pack_weights(const Pipeline& pipe, int s, std::int64_t version, void* buf);
   bool install(Pipeline& pipe, int s, const void* buf);
   int installed(int s) const { return installed_[s]; }
-
-  // Between windows, every rank: the homes broadcast their stages' weights.
-  void broadcast_weights(const Pipeline& pipe) const;
 
  private:
   const Hint& hint_;

@@ -9,7 +9,7 @@
 
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
-#include "mpi/mpi_session.hpp"
+#include "train/mirror_reduce.hpp"
 #include "train/trainer_io.hpp"
 
 namespace rrfp::train {
@@ -159,12 +159,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   const auto t_end = Clock::now();
   const double wall = std::chrono::duration<double>(t_end - t0).count();
   policy_ = r.policy;
-  if (distributed) {  // each microbatch's loss was computed on one rank (exact zeros elsewhere)
-    std::vector<float> l = pipe.microbatch_losses();
-    mpi_sum_in_place(l.data(), static_cast<int>(l.size()));
-    pipe.set_microbatch_losses(std::move(l));
-  }
-  if (xr) xr->broadcast_weights(pipe);  // the homes' weights, for the next window on every rank
+  if (distributed) merge_microbatch_losses(pipe);
   if (distributed && hooks.slice) {  // every rank's passes, on the common origin
     const auto origin = t_end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.wall_s));
     auto at = [&](double x) { return origin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(x)); };

@@ -48,4 +48,10 @@ void mirror_reduce(Pipeline& pipe, const MpiTrainPlan& plan, int rank) {
   }
 }
 
+void merge_microbatch_losses(Pipeline& pipe) {
+  std::vector<float> l = pipe.microbatch_losses();
+  mpi_sum_in_place(l.data(), static_cast<int>(l.size()));
+  pipe.set_microbatch_losses(std::move(l));
+}
+
 }  // namespace rrfp::train

@@ -17,4 +17,8 @@ namespace rrfp::train {
 // the stage's full sum in `pipe` (stage_grads). Other stages are untouched.
 void mirror_reduce(Pipeline& pipe, const MpiTrainPlan& plan, int rank);
 
+// Every multi-rank run: each microbatch's loss was computed on one rank
+// (exact zeros elsewhere); an all-reduce leaves every rank with all of them.
+void merge_microbatch_losses(Pipeline& pipe);
+
 }  // namespace rrfp::train

@@ -217,11 +217,7 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
   }
   if (mpi && stepped) mirror_update(step);
-  if (mpi) {  // the last stage's ranks (both directions' under Chimera) hold its losses, the others exact zeros
-    std::vector<float> l = pipe().microbatch_losses();
-    mpi_sum_in_place(l.data(), static_cast<int>(l.size()));
-    pipe().set_microbatch_losses(std::move(l));
-  }
+  if (mpi) merge_microbatch_losses(pipe());  // the last stage's ranks (both directions' under Chimera) hold them
   rec.loss = static_cast<float>(pipe().loss());
   rec.peak_activation_per_stage = pipe().peak_activation_bytes();
   if (!mpi) rec.peak_activation_per_device = pipe().peak_activation_per_device();

@@ -52,6 +52,9 @@ StepRecord Trainer::Impl::async_step() {
         next, std::move(batches), toks, eo,
         [this](int s, int step, const std::vector<torch::Tensor>& gr) { optimizer_step(0, s, step, gr); }, hooks);
     res.policy = async->policy();
+    // AMDP: copies away from a stage's home missed its last updates; the
+    // homes' weights, for the next window, evaluation and checkpoints.
+    if (mpi && o.async_mode == "amdp") share_stage_state(false);
     if (mpi) merge_rank_records(recs);
     async_done.assign(std::make_move_iterator(recs.rbegin()), std::make_move_iterator(recs.rend()));
   }
