@@ -6,6 +6,7 @@
 namespace rrfp {
 
 Hint gen_chimera(const HintParams& p);
+Hint gen_chimera_asym(const HintParams& p);
 Hint gen_hanayo(const HintParams& p);
 Hint gen_dualpipev(const HintParams& p);
 

@@ -47,6 +47,10 @@ const std::vector<HintInfo>& hint_registry() {
        gen_zbv},
       {"chimera", {}, "Chimera: two pipelines in opposite directions, M/2 microbatches each, 2 weight copies",
        gen_chimera},
+      {"chimera-asym", {},
+       "asymmetric Chimera: 2S-1 stages, the two directions cut them at interleaved points (independent per-direction "
+       "partitions), 2 weight copies",
+       gen_chimera_asym},
       {"hanayo", {}, "Hanayo: wave-like placement, --waves W (2WS stages), no weight replication", gen_hanayo},
       {"dualpipev", {}, "DualPipeV (DeepSeek): V-shape, overlapped F&B steps, mixed split/fused backward; M >= 2S",
        gen_dualpipev},

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
       const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::string best = "none";
       double best_s = std::numeric_limits<double>::infinity();
-      for (const char* name : {"gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "zbv", "chimera"}) {
+      for (const char* name : {"gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "zbv", "chimera", "chimera-asym"}) {
         HintParams hp;
         hp.stages = D;
         hp.microbatches = M;

@@ -80,7 +80,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   p.schedule = j.value("schedule", "");
   p.policy = j.value("policy", "rrfp-wait");
   p.inflight_slack = j.value("inflight_slack", 0);
-  p.csv = p.placement == "bidirectional" ? j.value("hint_csv", "") : need<std::string>(j, "hint_csv", source);
+  p.csv = bidirectional_placement(p.placement) ? j.value("hint_csv", "") : need<std::string>(j, "hint_csv", source);
   p.predicted_step_s = j.value("predicted_step_s", 0.0);
   p.seeds = j.value("predicted_seeds", 5);
   if (p.seeds < 1) throw SpecError(fmt::format("{}: predicted_seeds must be at least 1", source));
@@ -119,7 +119,7 @@ void write_plan(const std::string& path, const Plan& p) { write_json_atomically(
 
 Hint plan_hint(const Plan& p) {
   Hint h;
-  if (p.placement == "bidirectional") {
+  if (bidirectional_placement(p.placement)) {
     // Two copies of each stage, one per direction: PyTorch's CSV names a
     // stage by one rank, so the plan names its zoo hint ('schedule').
     if (!p.csv.empty())

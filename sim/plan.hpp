@@ -23,7 +23,7 @@ struct Plan {
   std::string profile;          // the profile it was tuned on
   int devices = 1, microbatches = 1;
   std::vector<int> counts;      // blocks per model stage
-  std::string placement;        // linear | interleaved:V | vshape
+  std::string placement;        // linear | interleaved:V | vshape | bidirectional | bidirectional-asym
   std::vector<int> stage_device;
   std::string schedule;         // the zoo hint it came from, or "greedy"
   std::string policy;           // simulated under this policy
@@ -37,6 +37,12 @@ struct Plan {
   int seeds = 5;                // predicted_step_s: the mean over this many seeds of the stages' spread
   nlohmann::json tried = nlohmann::json::array();        // the tuner's log
 };
+
+// Two pipelines in opposite directions (Chimera, or its asymmetric
+// variant): the plan names its zoo hint instead of a CSV.
+inline bool bidirectional_placement(const std::string& placement) {
+  return placement == "bidirectional" || placement == "bidirectional-asym";
+}
 
 nlohmann::json plan_json(const Plan& p);
 // Throws SpecError naming the file and the problem; checks that the hint

@@ -18,13 +18,17 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct Layout {
-  std::string name;  // linear | interleaved:V | vshape | bidirectional
+  std::string name;  // linear | interleaved:V | vshape | bidirectional | bidirectional-asym
   int chunks = 1;
   bool vshape = false;
   // Chimera: two pipelines in opposite directions over the same devices,
   // each device holding stage d and stage D-1-d (a copy of each stage per
   // direction). Zoo schedule only: the greedy generator builds one pipeline.
   bool bidirectional = false;
+  // The asymmetric variant (chimera-asym): 2D-1 stages, the two directions
+  // cutting them into device groups at interleaved points.
+  bool asymmetric = false;
+  int stages(int D) const { return asymmetric ? 2 * D - 1 : D * chunks; }
 };
 
 PipelineSpec layout_spec(const Layout& l, int D, int M, bool split) {
@@ -37,18 +41,21 @@ Layout parse_layout(const std::string& s) {
   if (s == "linear") return {s, 1, false};
   if (s == "vshape") return {s, 2, true};
   if (s == "bidirectional") return {s, 1, false, true};
+  if (s == "bidirectional-asym") return {s, 1, false, true, true};
   if (s.rfind("interleaved:", 0) == 0) {
     const double v = parse_number(s.substr(12), "--placements interleaved:V");
     if (v < 2 || v > 64 || v != static_cast<int>(v))
       throw SpecError(fmt::format("--placements: '{}' needs an integer V in [2, 64]", s));
     return {s, static_cast<int>(v), false};
   }
-  throw SpecError(fmt::format("--placements: unknown placement '{}' (linear, interleaved:V, vshape, bidirectional)", s));
+  throw SpecError(fmt::format("--placements: unknown placement '{}' (linear, interleaved:V, vshape, bidirectional, "
+                              "bidirectional-asym)",
+                              s));
 }
 
 // The zoo's hints for a layout; "greedy" and "greedy-wide" are generated per partition.
 std::vector<std::string> layout_schedules(const Layout& l) {
-  if (l.bidirectional) return {"chimera"};
+  if (l.bidirectional) return {l.asymmetric ? "chimera-asym" : "chimera"};
   if (l.vshape) return {"zbv", "greedy", "greedy-wide"};
   if (l.chunks > 1) return {"interleaved-1f1b", "greedy", "greedy-wide"};
   return {"gpipe", "1f1b", "zb-h1", "zb-h2", "greedy", "greedy-wide"};
@@ -56,7 +63,8 @@ std::vector<std::string> layout_schedules(const Layout& l) {
 
 // The zoo hint a layout's greedy caps follow (its in-flight peaks).
 std::string reference_hint(const Layout& l) {
-  return l.bidirectional ? "chimera" : l.vshape ? "zbv" : l.chunks > 1 ? "interleaved-1f1b" : "1f1b";
+  if (l.bidirectional) return l.asymmetric ? "chimera-asym" : "chimera";
+  return l.vshape ? "zbv" : l.chunks > 1 ? "interleaved-1f1b" : "1f1b";
 }
 
 struct Candidate {
@@ -244,6 +252,21 @@ std::vector<int> balanced_counts(const ModelProfile& p, int S) {
   return counts;
 }
 
+std::vector<int> asymmetric_start(const ModelProfile& p, int D) {
+  // Chimera's balanced D-stage cuts for the down direction, each up cut one
+  // block later: the odd stages start with one block each. Where a stage
+  // has no block to give, the plain balanced split of 2D-1 stages.
+  const std::vector<int> sym = balanced_counts(p, D);
+  std::vector<int> counts;
+  for (int k = 0; k < D; ++k) {
+    const int n = sym[k] - (k > 0 ? 1 : 0);
+    if (n < (k > 0 && k < D - 1 ? 1 : 0)) return balanced_counts(p, 2 * D - 1);
+    counts.push_back(n);
+    if (k < D - 1) counts.push_back(1);
+  }
+  return counts;
+}
+
 Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   TuneOptions o = options;
   o.objective.memory_bytes = o.memory_bytes;  // enforced in simulation as `rrfp train --plan` enforces it
@@ -255,7 +278,8 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   if (o.placements.empty()) {
     layouts.push_back(parse_layout("linear"));
     if (o.devices > 1) layouts.push_back(parse_layout("interleaved:2")), layouts.push_back(parse_layout("vshape"));
-    if (o.devices > 1 && o.devices % 2 == 0) layouts.push_back(parse_layout("bidirectional"));
+    if (o.devices > 1 && o.devices % 2 == 0)
+      layouts.push_back(parse_layout("bidirectional")), layouts.push_back(parse_layout("bidirectional-asym"));
   } else {
     for (const std::string& s : o.placements) layouts.push_back(parse_layout(s));
   }
@@ -266,7 +290,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   std::string smallest;  // why nothing fitted: the plan that came closest
   double smallest_bytes = kInf;
   for (const Layout& l : layouts) {
-    const int S = o.devices * l.chunks;
+    const int S = l.stages(o.devices);
     if (S > prof.blocks() + 2) {
       search.say(fmt::format("{}: skipped, {} stages but only {} blocks", l.name, S, prof.blocks()));
       continue;
@@ -294,7 +318,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
           continue;
         }
       }
-      Trial start = search.evaluate(cand, balanced_counts(prof, S));
+      Trial start = search.evaluate(cand, l.asymmetric ? asymmetric_start(prof, o.devices) : balanced_counts(prof, S));
       if (!start.hint) {
         search.say(fmt::format("{} {}: skipped ({})", l.name, sched, start.why));
         continue;

@@ -3,7 +3,8 @@
 // simulator (the runtime's own arbitration core) as the objective and a
 // per-device memory limit as the constraint (docs/tuner.md).
 //
-// For each placement (linear, interleaved with V chunks, V-shape) and each
+// For each placement (linear, interleaved with V chunks, V-shape, Chimera's
+// bidirectional one and its asymmetric variant) and each
 // schedule that fits it (the zoo's hints, and the cost-aware greedy
 // generator regenerated for every partition), the loop starts from the
 // cost-balanced partition, simulates, takes the device the timeline shows
@@ -26,7 +27,8 @@ struct TuneOptions {
   int microbatches = 8;
   double memory_bytes = 0;      // per device; 0 = no limit
   Objective objective;          // policy, slack, link, seeds of the stages' spread
-  // Placements to search: "linear", "interleaved:V", "vshape"; empty = all
+  // Placements to search: "linear", "interleaved:V", "vshape",
+  // "bidirectional", "bidirectional-asym"; empty = all
   // that the model's blocks allow (interleaved with 2 chunks).
   std::vector<std::string> placements;
   // Schedules to search; empty = every one that fits a placement.
@@ -46,5 +48,10 @@ StepEstimate estimate_even(const ModelProfile& p, const Hint& h, const Objective
 // Cost-balanced start: blocks per stage minimising the largest stage's
 // F + B + W (its first and last layers included), S stages.
 std::vector<int> balanced_counts(const ModelProfile& p, int stages);
+
+// The start of the asymmetric bidirectional search (chimera-asym, 2D-1
+// stages): Chimera's balanced cuts for one direction, the other's one block
+// later.
+std::vector<int> asymmetric_start(const ModelProfile& p, int devices);
 
 }  // namespace rrfp

@@ -70,6 +70,14 @@ TEST(TrainPartition, UnevenPartitionsTrainTheSameModel) {
     o.partition = cut;
     EXPECT_EQ(losses(train(o)), want) << "partition of " << cut.size() << " stages";
   }
+  // The asymmetric Chimera: three stages, the directions cut at different
+  // blocks (down after stage 0, up after stage 1), one weight set per stage.
+  o.hint = "chimera-asym";
+  for (std::vector<int> cut : {std::vector<int>{1, 1, 2}, {0, 3, 1}}) {
+    o.partition = cut;
+    EXPECT_EQ(losses(train(o)), want) << "chimera-asym, partition " << cut[0] << "," << cut[1] << "," << cut[2];
+  }
+  o.hint = "1f1b";
   o.partition = {2, 2, 0};
   EXPECT_THROW(train(o), SpecError);  // three stages for a 2-stage hint
   o.partition = {2, 1};

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <algorithm>
+#include <numeric>
 #include <random>
 
 #include "hints/csv.hpp"
@@ -194,7 +195,7 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   const Plan back = read_plan(path);
   EXPECT_EQ(back.counts, plan.counts);
   EXPECT_EQ(back.stage_device, plan.stage_device);
-  if (plan.placement == "bidirectional")
+  if (bidirectional_placement(plan.placement))
     EXPECT_EQ(plan_hint(back).spec().pipelines(), 2);
   else
     EXPECT_EQ(export_csv(plan_hint(back)), plan.csv);
@@ -246,6 +247,66 @@ TEST(Tuner, SearchesTheBidirectionalPlacement) {
   o.devices = 3;  // odd: Chimera cannot place it
   o.placements = {"bidirectional"};
   EXPECT_THROW(tune(p, o), SpecError);
+}
+
+TEST(Tuner, SearchesTheAsymmetricBidirectionalPlacement) {
+  const ModelProfile p = synthetic({1, 1, 2, 2, 3, 3, 4, 4, 1, 1, 2, 2});
+  TuneOptions o;
+  o.devices = 4;
+  o.microbatches = 8;
+  // The start: Chimera's balanced cuts for one direction, the other's one
+  // block later.
+  const std::vector<int> sym = balanced_counts(p, 4), start = asymmetric_start(p, 4);
+  ASSERT_EQ(start.size(), 7u);
+  EXPECT_EQ(start[0], sym[0]);
+  for (int k = 1; k < 7; k += 2) EXPECT_EQ(start[k], 1) << "stage " << k;
+  EXPECT_EQ(std::accumulate(start.begin(), start.end(), 0), p.blocks());
+  o.placements = {"bidirectional-asym"};
+  const Plan plan = tune(p, o);
+  EXPECT_EQ(plan.placement, "bidirectional-asym");
+  EXPECT_EQ(plan.schedule, "chimera-asym");
+  EXPECT_TRUE(plan.csv.empty());
+  ASSERT_EQ(plan.counts.size(), 7u);
+  EXPECT_EQ(std::accumulate(plan.counts.begin(), plan.counts.end(), 0), p.blocks());
+  const Hint h = plan_hint(plan);
+  ASSERT_EQ(h.spec().pipelines(), 2);
+  // Each direction cuts the stages into the 4 devices' contiguous groups,
+  // at different layers: the layers before each device change differ.
+  std::vector<int> cut[2];
+  for (int dir = 0; dir < 2; ++dir) {
+    const std::vector<int>& at = h.spec().placement[dir];
+    int layers = 0;
+    for (int s = 0; s < 7; ++s) {
+      if (s > 0 && at[s] != at[s - 1]) {
+        EXPECT_EQ(at[s], at[s - 1] + (dir == 0 ? 1 : -1)) << "direction " << dir << ", stage " << s;
+        cut[dir].push_back(layers);
+      }
+      layers += plan.counts[s] + (s == 0 ? 1 : 0);
+    }
+    EXPECT_EQ(cut[dir].size(), 3u) << "direction " << dir;
+  }
+  for (int k = 0; k < 3; ++k) EXPECT_LT(cut[0][k], cut[1][k]) << "cut " << k;
+  const std::string path = ::testing::TempDir() + "/plan_bidirectional_asym.json";
+  write_plan(path, plan);
+  const Plan back = read_plan(path);
+  EXPECT_EQ(back.counts, plan.counts);
+  EXPECT_EQ(back.placement, "bidirectional-asym");
+  EXPECT_NEAR(simulated_step(back, o.objective.mode), plan.predicted_step_s, 1e-12);
+  // The default search on an even device count tries it next to Chimera.
+  o.placements.clear();
+  bool tried = false;
+  for (const auto& t : tune(p, o).tried) tried = tried || t.value("placement", "") == "bidirectional-asym";
+  EXPECT_TRUE(tried);
+  // Chimera's schedule in an asymmetric plan does not match its stages.
+  nlohmann::json j = plan_json(plan);
+  j["schedule"] = "chimera";
+  EXPECT_THROW(parse_plan(j, "bad"), SpecError);
+  // Odd devices, or too few blocks for 2D-1 stages, are refused.
+  o.placements = {"bidirectional-asym"};
+  o.devices = 3;
+  EXPECT_THROW(tune(p, o), SpecError);
+  o.devices = 4;
+  EXPECT_THROW(tune(synthetic({1, 1, 1, 1}), o), SpecError);
 }
 
 TEST(Tuner, ProfileFilesRoundTripAndBadOnesAreRefused) {
