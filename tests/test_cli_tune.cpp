@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -67,24 +68,27 @@ TEST(CliTune, ProfileTuneSimulateAndTrainThePlan) {
 // Chimera's placement (a copy of each stage per direction): tuned, within a
 // memory limit, simulated and trained from the plan, which names its zoo hint.
 TEST(CliTune, BidirectionalPlanUnderAMemoryLimitTrains) {
-  const std::string plan_path = tmp("cli_plan_bidir.json");
-  auto free = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 --placements bidirectional -o " +
-                      plan_path);
-  ASSERT_EQ(free.code, 0) << free.out;
-  nlohmann::json plan;
-  std::ifstream(plan_path) >> plan;
-  EXPECT_EQ(plan["placement"], "bidirectional");
-  EXPECT_EQ(plan["schedule"], "chimera");
-  double need = 0;
-  for (double m : plan["memory_bytes"]) need = std::max(need, m);
-  const std::string limit = std::to_string(need / 1048576 * 1.01);
-  auto t = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 --placements bidirectional " +
-                   "--memory-mb " + limit + " -o " + plan_path);
-  ASSERT_EQ(t.code, 0) << t.out;
-  auto s = run_cli("sim --plan " + plan_path);
-  EXPECT_EQ(s.code, 0) << s.out;
-  auto tr = run_cli("train " + kModel + " --plan " + plan_path + " --steps 2 --quiet");
-  EXPECT_EQ(tr.code, 0) << tr.out;
+  // Chimera's placement and its asymmetric variant (chimera-asym).
+  for (const auto& [placement, schedule] : {std::pair<std::string, std::string>{"bidirectional", "chimera"},
+                                            {"bidirectional-asym", "chimera-asym"}}) {
+    const std::string plan_path = tmp("cli_plan_" + placement + ".json");
+    const std::string tune = "tune --profile " + profile() + " --devices 2 --microbatches 4 --placements " + placement;
+    auto free = run_cli(tune + " -o " + plan_path);
+    ASSERT_EQ(free.code, 0) << free.out;
+    nlohmann::json plan;
+    std::ifstream(plan_path) >> plan;
+    EXPECT_EQ(plan["placement"], placement);
+    EXPECT_EQ(plan["schedule"], schedule);
+    double need = 0;
+    for (double m : plan["memory_bytes"]) need = std::max(need, m);
+    const std::string limit = std::to_string(need / 1048576 * 1.01);
+    auto t = run_cli(tune + " --memory-mb " + limit + " -o " + plan_path);
+    ASSERT_EQ(t.code, 0) << t.out;
+    auto s = run_cli("sim --plan " + plan_path);
+    EXPECT_EQ(s.code, 0) << s.out;
+    auto tr = run_cli("train " + kModel + " --plan " + plan_path + " --steps 2 --quiet");
+    EXPECT_EQ(tr.code, 0) << placement << ": " << tr.out;
+  }
 }
 
 namespace {
