@@ -36,9 +36,13 @@ void add_tune_command(CLI::App& app) {
   c->add_option("--policy", *policy, "the policy the plan is simulated under: rrfp-wait, rrfp or rrfp-fixed")
       ->capture_default_str();
   c->add_option("--inflight-slack", o->objective.inflight_slack, "extra in-flight microbatches, as the runtime's");
-  c->add_option("--placements", *placements, "comma-separated: linear, interleaved:V, vshape, bidirectional (Chimera; default: all four, V=2, bidirectional on an even device count)");
+  c->add_option("--placements", *placements,
+                "comma-separated: linear, interleaved:V, vshape, bidirectional (Chimera), bidirectional-asym "
+                "(chimera-asym: each direction cuts the layers at its own points); default: all, V=2, the "
+                "bidirectional ones on an even device count");
   c->add_option("--schedules", *schedules,
-                "comma-separated subset of gpipe, 1f1b, zb-h1, zb-h2, interleaved-1f1b, zbv, chimera, greedy, greedy-wide");
+                "comma-separated subset of gpipe, 1f1b, zb-h1, zb-h2, interleaved-1f1b, zbv, chimera, chimera-asym, greedy, "
+                "greedy-wide");
   c->add_option("--seeds", o->objective.seeds, "draws of the stages' measured spread the predicted step averages")
       ->capture_default_str();
   c->add_option("--max-moves", o->max_moves, "block moves per placement and schedule")->capture_default_str();
