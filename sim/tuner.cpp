@@ -53,18 +53,19 @@ Layout parse_layout(const std::string& s) {
                               s));
 }
 
-// The zoo's hints for a layout; "greedy" and "greedy-wide" are generated per partition.
-std::vector<std::string> layout_schedules(const Layout& l) {
-  if (l.bidirectional) return {l.asymmetric ? "chimera-asym" : "chimera"};
-  if (l.vshape) return {"zbv", "greedy", "greedy-wide"};
-  if (l.chunks > 1) return {"interleaved-1f1b", "greedy", "greedy-wide"};
-  return {"gpipe", "1f1b", "zb-h1", "zb-h2", "greedy", "greedy-wide"};
-}
-
 // The zoo hint a layout's greedy caps follow (its in-flight peaks).
 std::string reference_hint(const Layout& l) {
   if (l.bidirectional) return l.asymmetric ? "chimera-asym" : "chimera";
   return l.vshape ? "zbv" : l.chunks > 1 ? "interleaved-1f1b" : "1f1b";
+}
+
+// The zoo's hints for a layout; "greedy" and "greedy-wide" are generated per
+// partition (one pipeline: a bidirectional layout has its zoo hint only).
+std::vector<std::string> layout_schedules(const Layout& l) {
+  if (l.bidirectional) return {reference_hint(l)};
+  if (l.vshape) return {"zbv", "greedy", "greedy-wide"};
+  if (l.chunks > 1) return {"interleaved-1f1b", "greedy", "greedy-wide"};
+  return {"gpipe", "1f1b", "zb-h1", "zb-h2", "greedy", "greedy-wide"};
 }
 
 struct Candidate {
