@@ -126,6 +126,10 @@ void AmdpRanks::pack_weights(const Pipeline& pipe, int s, std::int64_t version, 
   pack(tensors_of(pipe, s), version, buf);
 }
 
+std::int64_t AmdpRanks::packed_version(const void* buf) { return header_of(buf); }
+std::vector<torch::Tensor> AmdpRanks::packed_weights(const Pipeline& pipe, int s, const void* buf) {
+  return view(buf, tensors_of(pipe, s));
+}
 bool AmdpRanks::install(Pipeline& pipe, int s, const void* buf) {
   const std::int64_t v = header_of(buf);
   if (v <= installed_[s]) return false;

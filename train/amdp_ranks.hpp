@@ -58,6 +58,10 @@ class AmdpRanks {
   // stage's parameters when newer than what this rank has (true then).
   static void pack_weights(const Pipeline& pipe, int s, std::int64_t version, void* buf);
   bool install(Pipeline& pipe, int s, const void* buf);
+  // A packed buffer's version, and its weights viewed (not copied) in the
+  // shapes of stage s's parameters.
+  static std::int64_t packed_version(const void* buf);
+  static std::vector<torch::Tensor> packed_weights(const Pipeline& pipe, int s, const void* buf);
   int installed(int s) const { return installed_[s]; }
 
  private:

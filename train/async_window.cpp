@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <shared_mutex>
 
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
 #include "train/mirror_reduce.hpp"
 #include "train/trainer_io.hpp"
+#include "train/weight_versions.hpp"
 
 namespace rrfp::train {
 
@@ -99,6 +101,11 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // version, never a half-updated set. (PACI: one worker per stage, no
   // contention.)
   std::vector<std::shared_mutex> weights_mu(P_);
+  // AMDP with --deterministic: a forward of group k runs with version k-1,
+  // the one its gate waited for, whenever the update of group k-1 lands
+  // (docs/async.md, "Reproducible AMDP"); `older` keeps what that needs.
+  const bool fixed_versions = o_.async_mode == "amdp" && o_.deterministic;
+  OlderWeights older(P_);
   std::vector<int> seen_f(static_cast<size_t>(P_) * MW, 0), seen_b(seen_f.size(), 0);
   std::vector<double> t_s(g.size(), 0);
   eo.epilogue_group = M_;
@@ -112,6 +119,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // The home's update arrived on this rank: its copies take the weights.
   auto take_weights = [&](int s, const void* buf) {
     std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
+    if (fixed_versions && AmdpRanks::packed_version(buf) > xr->installed(s)) older.keep(pipe, s, version[s].load());
     if (xr->install(pipe, s, buf)) version[s].store(xr->installed(s));
   };
   if (xr) eo.stage_install = [&](int e, int) { take_weights(e % P_, epilogue_io()->version); };
@@ -121,6 +129,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     one_intra_op_thread();
     {
       std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
+      if (fixed_versions) older.keep(pipe, s, version[s].load());
       std::vector<torch::Tensor> grads = pipe.stage_grads(s);
       if (xr) xr->add_remote_sums(s, k, grads);
       update(s, first_step + k, grads);
@@ -139,11 +148,24 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const bool away = xr && !xr->home_here(t.stage);  // the stage's update runs on another rank
     if (away && io.version) take_weights(t.stage, io.version);  // a gated forward: its gate's weights, if not yet
     std::shared_lock<std::shared_mutex> lk(weights_mu[t.stage]);
-    (t.kind == Kind::F ? seen_f : seen_b)[at] = version[t.stage].load();
+    int ran_with = version[t.stage].load();
+    const int want = fixed_versions && t.kind == Kind::F ? std::max(0, t.mb / M_ - 1) : ran_with;
+    std::unique_lock<std::shared_mutex> alone;  // the stage's weights swapped for this pass
+    std::optional<WeightSwap> swap;
+    if (ran_with != want) {
+      lk.unlock();
+      alone = std::unique_lock<std::shared_mutex>(weights_mu[t.stage]);
+      ran_with = version[t.stage].load();
+      if (ran_with != want) swap.emplace(pipe, t.stage, older.of(pipe, t.stage, want, io.version));
+      ran_with = want;
+    }
+    (t.kind == Kind::F ? seen_f : seen_b)[at] = ran_with;
     const auto t0 = Clock::now();
     pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
     const auto t1 = Clock::now();
-    lk.unlock();
+    swap.reset();
+    if (alone) alone.unlock();
+    else lk.unlock();
     // This rank's last backward of the group (they share one accumulator,
     // so one at a time): its sum goes to the home's update.
     if (away && t.kind != Kind::F && xr->count_backward(t.stage, t.mb)) {
