@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 14's measurement (perf/RESULTS.md): time and tokens to a target
 # validation loss for synchronous 1F1B, ZB-H1 and Chimera (bidirectional),
-# PACI (--async paci) and AMDP (--async amdp, two directions), each under
+# PACI (--async paci) and AMDP (--async amdp, two directions; amdp-det adds
+# --deterministic: every forward on the older version, docs/async.md), each under
 # rrfp-fixed and rrfp-wait (the rrfp default), on gpt-tiny,
 # 2 stages on the 2 cores, M = 4 microbatches a step. The runs are
 # interleaved: each round trains every configuration once, in a rotated
@@ -48,6 +49,8 @@ CONFIGS=(
   "chimera:rrfp-wait:--hint chimera --microbatches 4"
   "amdp:rrfp-fixed:--async amdp --accumulate 4 --window $EVAL"
   "amdp:rrfp-wait:--async amdp --accumulate 4 --window $EVAL"
+  "amdp-det:rrfp-fixed:--async amdp --accumulate 4 --window $EVAL --deterministic"
+  "amdp-det:rrfp-wait:--async amdp --accumulate 4 --window $EVAL --deterministic"
 )
 N=${#CONFIGS[@]}
 for ((r = 0; r < ROUNDS; ++r)); do
@@ -95,10 +98,11 @@ for (name, pol), v in sorted(rows.items()):
     res[(name, pol)] = (t, fin)
     print(f"{name:8} {pol:10} {tps:8.0f} {t:11.2f} {k:9.0f} {stp:5.0f} {fin:10.4f} {max(x[3] for x in v):5d} "
           f"{max(x[4] for x in v) / 2**20:12.2f}")
-sync = [res[k][0] for k in res if k[0] not in ("paci", "amdp")]
+asyncs = ("paci", "amdp", "amdp-det")
+sync = [res[k][0] for k in res if k[0] not in asyncs]
 fastest = min(sync)
 ref = res[("1f1b", "rrfp-fixed")][1]
-for name in ("paci", "amdp"):
+for name in asyncs:
     for pol in ("rrfp-fixed", "rrfp-wait"):
         t, fin = res[(name, pol)]
         print(f"{name} {pol}: fastest synchronous / {name} time to target = {fastest / t:.3f}; "
