@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/executor.hpp"
+#include "train/weight_versions.hpp"
 
 namespace rrfp::train {
 
@@ -38,12 +39,6 @@ std::vector<torch::Tensor> view(const void* buf, const std::vector<torch::Tensor
     out.push_back(torch::from_blob(p, t.sizes(), t.options()));
     p += bytes_of(t);
   }
-  return out;
-}
-
-std::vector<torch::Tensor> tensors_of(const Pipeline& pipe, int s) {
-  std::vector<torch::Tensor> out;
-  for (const auto& p : pipe.stage(s).params()) out.push_back(p.t.variable_data());
   return out;
 }
 
@@ -123,18 +118,18 @@ void AmdpRanks::add_remote_sums(int s, int group, std::vector<torch::Tensor>& su
 }
 
 void AmdpRanks::pack_weights(const Pipeline& pipe, int s, std::int64_t version, void* buf) {
-  pack(tensors_of(pipe, s), version, buf);
+  pack(stage_weight_data(pipe, s), version, buf);
 }
 
 std::int64_t AmdpRanks::packed_version(const void* buf) { return header_of(buf); }
 std::vector<torch::Tensor> AmdpRanks::packed_weights(const Pipeline& pipe, int s, const void* buf) {
-  return view(buf, tensors_of(pipe, s));
+  return view(buf, stage_weight_data(pipe, s));
 }
 bool AmdpRanks::install(Pipeline& pipe, int s, const void* buf) {
   const std::int64_t v = header_of(buf);
   if (v <= installed_[s]) return false;
   torch::NoGradGuard no_grad;
-  auto params = tensors_of(pipe, s);
+  auto params = stage_weight_data(pipe, s);
   const auto w = view(buf, params);
   for (size_t i = 0; i < params.size(); ++i) params[i].copy_(w[i]);
   installed_[s] = static_cast<int>(v);

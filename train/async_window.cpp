@@ -152,11 +152,10 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const int want = fixed_versions && t.kind == Kind::F ? std::max(0, t.mb / M_ - 1) : ran_with;
     std::unique_lock<std::shared_mutex> alone;  // the stage's weights swapped for this pass
     std::optional<WeightSwap> swap;
-    if (ran_with != want) {
+    if (ran_with != want) {  // the update of group k-1 landed (versions only grow): run on the older copy
       lk.unlock();
       alone = std::unique_lock<std::shared_mutex>(weights_mu[t.stage]);
-      ran_with = version[t.stage].load();
-      if (ran_with != want) swap.emplace(pipe, t.stage, older.of(pipe, t.stage, want, io.version));
+      swap.emplace(pipe, t.stage, older.of(pipe, t.stage, want, io.version));
       ran_with = want;
     }
     (t.kind == Kind::F ? seen_f : seen_b)[at] = ran_with;

@@ -8,22 +8,16 @@
 
 namespace rrfp::train {
 
-namespace {
-
-// The parameters' data, outside autograd: copying into them is an update,
-// as the optimizer's, not an operation a backward has to replay.
-std::vector<torch::Tensor> data_of(const Pipeline& pipe, int s) {
+std::vector<torch::Tensor> stage_weight_data(const Pipeline& pipe, int s) {
   std::vector<torch::Tensor> out;
   for (const auto& p : pipe.stage(s).params()) out.push_back(p.t.variable_data());
   return out;
 }
 
-}  // namespace
-
 void OlderWeights::keep(const Pipeline& pipe, int s, int version) {
   torch::NoGradGuard no_grad;
   auto& c = copies_.at(s);
-  const auto now = data_of(pipe, s);
+  const auto now = stage_weight_data(pipe, s);
   if (c.empty())
     for (const auto& t : now) c.push_back(t.clone());
   else
@@ -38,7 +32,7 @@ std::vector<torch::Tensor> OlderWeights::of(const Pipeline& pipe, int s, int ver
                                      version, versions_[s], gate ? AmdpRanks::packed_version(gate) : -1));
 }
 
-WeightSwap::WeightSwap(Pipeline& pipe, int s, const std::vector<torch::Tensor>& older) : params_(data_of(pipe, s)) {
+WeightSwap::WeightSwap(Pipeline& pipe, int s, const std::vector<torch::Tensor>& older) : params_(stage_weight_data(pipe, s)) {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     current_.push_back(params_[i].clone());

@@ -15,6 +15,10 @@
 
 namespace rrfp::train {
 
+// Stage s's parameters' data, outside autograd: copying into them is an
+// update, as the optimizer's, not an operation a backward has to replay.
+std::vector<torch::Tensor> stage_weight_data(const Pipeline& pipe, int s);
+
 class OlderWeights {
  public:
   explicit OlderWeights(int stages) : copies_(stages), versions_(stages, -1) {}
