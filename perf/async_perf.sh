@@ -12,7 +12,9 @@
 # the validation loss first reached the target, and the final validation loss.
 # With RANKS=2 every run is `mpirun -np 2` (one stage a rank, docs/async.md
 # "AMDP under mpirun"; Chimera's and AMDP's mirror copies then span ranks).
-# Usage: [RANKS=2] perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
+# ONLY=chimera,amdp,... keeps those schedules' rows (the summary lines then
+# compare with the fastest synchronous schedule among them).
+# Usage: [RANKS=2] [ONLY=...] perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-3}
@@ -52,6 +54,12 @@ CONFIGS=(
   "amdp-det:rrfp-fixed:--async amdp --accumulate 4 --window $EVAL --deterministic"
   "amdp-det:rrfp-wait:--async amdp --accumulate 4 --window $EVAL --deterministic"
 )
+if [ -n "${ONLY:-}" ]; then  # ONLY=chimera,amdp: those schedules' rows alone
+  kept=()
+  for c in "${CONFIGS[@]}"; do [[ ",$ONLY," == *",${c%%:*},"* ]] && kept+=("$c"); done
+  [ ${#kept[@]} -gt 0 ] || { echo "error: ONLY=$ONLY names no schedule of this script" >&2; exit 2; }
+  CONFIGS=("${kept[@]}")
+fi
 N=${#CONFIGS[@]}
 for ((r = 0; r < ROUNDS; ++r)); do
   for ((i = 0; i < N; ++i)); do
@@ -100,11 +108,14 @@ for (name, pol), v in sorted(rows.items()):
           f"{max(x[4] for x in v) / 2**20:12.2f}")
 asyncs = ("paci", "amdp", "amdp-det")
 sync = [res[k][0] for k in res if k[0] not in asyncs]
-fastest = min(sync)
-ref = res[("1f1b", "rrfp-fixed")][1]
+fastest = min(sync) if sync else float("nan")
+refk = ("1f1b", "rrfp-fixed") if ("1f1b", "rrfp-fixed") in res else min((k for k in res if k[0] not in asyncs), default=None)
+ref = res[refk][1] if refk else float("nan")
 for name in asyncs:
     for pol in ("rrfp-fixed", "rrfp-wait"):
+        if (name, pol) not in res:
+            continue
         t, fin = res[(name, pol)]
         print(f"{name} {pol}: fastest synchronous / {name} time to target = {fastest / t:.3f}; "
-              f"final validation loss vs 1f1b rrfp-fixed: {100 * (fin / ref - 1):+.2f}%")
+              f"final validation loss vs {' '.join(refk) if refk else 'none'}: {100 * (fin / ref - 1):+.2f}%")
 PY

@@ -68,6 +68,15 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   for (int s = 0; s < S && p.group > 0; ++s)
     for (int j = 0; j < o.gate_lag; ++j) version.push_back(add(HandleKind::Version, s, -1, 0, spec.device_of(s, 0), 8));
   const Access acc_mode = o.commute ? Access::RWCommute : Access::RW;
+  // The backward of group k >= 1 (the B, or the fused BW) reads the version
+  // its stage's epilogue of group k - 1 wrote: in one process the
+  // accumulator already orders it after that update; across ranks this
+  // read does (an away copy's backward then runs on exactly the weights
+  // of version k, docs/async.md, "AMDP under mpirun").
+  auto read_last_version = [&](std::vector<AccessSpec>& a, int s, int m) {
+    if (o.gate_lag > 0 && m / p.group >= 1)
+      a.push_back({version[s * o.gate_lag + (m / p.group - 1) % o.gate_lag], Access::R});
+  };
   p.access.resize(static_cast<size_t>(n) * T);
   p.slot.resize(p.access.size());
   p.msg_in.assign(p.access.size(), -1);
@@ -97,6 +106,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         case Kind::B:
           a.push_back({stash[at(t, s, m)], Access::RW});
           if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
+          read_last_version(a, s, m);
           break;
         case Kind::W:
           a.push_back({stash[at(t, s, m)], Access::RW});
@@ -106,6 +116,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           a.push_back({stash[at(t, s, m)], Access::RW});
           if (has_acc(t)) a.push_back({acc[{t, s, acc_dev(s, k.device)}], acc_mode});
           if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
+          read_last_version(a, s, m);
           break;
       }
       if (p.msg_out[mt] >= 0) a.push_back({p.msg_out[mt], Access::W});

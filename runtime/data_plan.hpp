@@ -19,7 +19,8 @@
 // Per (model stage, j < gate_lag), grouped epilogues with a gate only:
 //   version    V(s,j)  written by the epilogue of every group k with
 //                      k mod gate_lag = j, read by the forwards of group
-//                      k + gate_lag: at most gate_lag groups in flight (AMDP)
+//                      k + gate_lag: at most gate_lag groups in flight (AMDP),
+//                      and by the backwards (B or BW) of group k + 1
 // With state bytes and a gate, per epilogue and other accumulator of its stage:
 //   install            reads the version the epilogue wrote, on the device
 //                      of that accumulator: the copy there takes the new

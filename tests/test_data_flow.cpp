@@ -159,6 +159,31 @@ TEST(DataFlow, StateBytesSharedAccumulatorsAndInstalls) {
     const auto& d = deps[id];
     EXPECT_TRUE(std::find(d.begin(), d.end(), p.epilogue_node(e)) != d.end()) << h.graph->label(id);
   }
+  // A backward of group k >= 1 reads the version its stage's update of
+  // group k - 1 wrote. Here that update already precedes it through the
+  // accumulator; under StarPU-MPI that only waits for the accumulator's
+  // send, so an away copy's backward needs the version itself to run on
+  // the weights of exactly version k.
+  for (int id = 0; id < h.graph->size(); ++id) {
+    const Task& t = h.graph->task(id);
+    if (t.kind != Kind::BW) continue;
+    const int e = (t.mb / g - 1) * P + t.stage;
+    std::vector<int> versions;
+    for (const AccessSpec& a : p.access[id])
+      if (p.handles[a.handle].kind == HandleKind::Version) {
+        EXPECT_EQ(a.mode, Access::R) << h.graph->label(id);
+        versions.push_back(a.handle);
+      }
+    if (t.mb / g < 1) {
+      EXPECT_TRUE(versions.empty()) << h.graph->label(id);
+      continue;
+    }
+    ASSERT_EQ(versions.size(), 1u) << h.graph->label(id) << " on device " << t.device;
+    const auto& writer = p.access[p.epilogue_node(e)];
+    EXPECT_TRUE(std::any_of(writer.begin(), writer.end(),
+                            [&](const AccessSpec& a) { return a.handle == versions[0] && a.mode == Access::W; }))
+        << h.graph->label(id) << ": not the version of update " << e;
+  }
 }
 
 // A tensor-parallel follower runs its leader's order, so it must not hold a
