@@ -146,7 +146,9 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const size_t at = static_cast<size_t>(t.stage) * MW + t.mb;
     if (hooks.before) hooks.before(first_step + t.mb / M_, t.kind, t.stage, t.mb % M_);
     const bool away = xr && !xr->home_here(t.stage);  // the stage's update runs on another rank
-    if (away && io.version) take_weights(t.stage, io.version);  // a gated forward: its gate's weights, if not yet
+    // A gated forward or a backward after the first group: the version it
+    // read (runtime/data_plan.hpp), if this rank does not hold it yet.
+    if (away && io.version) take_weights(t.stage, io.version);
     std::shared_lock<std::shared_mutex> lk(weights_mu[t.stage]);
     int ran_with = version[t.stage].load();
     const int want = fixed_versions && t.kind == Kind::F ? std::max(0, t.mb / M_ - 1) : ran_with;
