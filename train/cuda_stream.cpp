@@ -1,10 +1,15 @@
 #include "train/cuda_stream.hpp"
 
+#include <cstdint>
+#include <mutex>
 #include <stdexcept>
 
+#include "train/memory.hpp"
 #include "train/model.hpp"
 
 #ifdef RRFP_TORCH_CUDA
+#include <ATen/cuda/CUDAContextLight.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -33,6 +38,10 @@ WorkerStream::WorkerStream(int device, void* stream) {
   if (device < 0) return;
 #ifdef RRFP_TORCH_CUDA
   guard_ = std::make_unique<Guard>(device, stream);
+  // torch keeps a cuBLAS(Lt) workspace per (handle, stream), made on the
+  // stream's first matmul: make it here, outside any pass's charge.
+  at::cuda::getCurrentCUDABlasHandle();
+  at::cuda::getCUDABlasLtWorkspace();
 #else
   (void)stream;
   throw std::runtime_error("a pass on a CUDA worker, but this rrfp's LibTorch has no CUDA (-DRRFP_CUDA=ON)");
@@ -40,6 +49,22 @@ WorkerStream::WorkerStream(int device, void* stream) {
 }
 
 WorkerStream::~WorkerStream() = default;
+
+void install_cuda_memory_accounting() {
+#ifdef RRFP_TORCH_CUDA
+  static std::once_flag once;
+  std::call_once(once, [] {
+    namespace A = c10::cuda::CUDACachingAllocator;
+    // Runs under the allocator's lock: takes only memory.cpp's table lock,
+    // which is never held while calling into an allocator.
+    A::attachAllocatorTraceTracker([](const A::TraceEntry& e) {
+      const auto* key = reinterpret_cast<const void*>(e.addr_);
+      if (e.action_ == A::TraceEntry::ALLOC) charge_this_thread(key, static_cast<std::int64_t>(e.size_));
+      else if (e.action_ == A::TraceEntry::FREE_REQUESTED) credit_charge(key);
+    });
+  });
+#endif
+}
 
 void to_device(Microbatch& mb, const torch::Device& device) {
   if (device.is_cpu()) return;

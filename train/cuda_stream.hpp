@@ -30,6 +30,14 @@ class WorkerStream {
   std::unique_ptr<Guard> guard_;
 };
 
+// Charges the CUDA caching allocator's allocations to the activation
+// counters of train/memory.hpp, as the CPU allocator's are, through its
+// trace hook (called on the allocating thread). Call once CUDA is in use
+// (the hook reaches only the device allocators that exist then); a no-op
+// without a CUDA LibTorch. WorkerStream creates cuBLAS's workspaces for
+// its stream before a pass runs, so no stage is charged for them.
+void install_cuda_memory_accounting();
+
 // Every microbatch tensor on `device` (a no-op for CPU).
 struct Microbatch;
 void to_device(Microbatch& mb, const torch::Device& device);

@@ -30,6 +30,16 @@ struct Entry {
   std::int64_t bytes;
 };
 
+// Which counter each charged pointer was charged to.
+std::mutex& table_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_map<const void*, Entry>& table() {
+  static auto* t = new std::unordered_map<const void*, Entry>();  // outlives static tensors
+  return *t;
+}
+
 // Keeps context == data so that raw_allocate() users still work; the side
 // table remembers which counter a pointer was charged to.
 class CountingAllocator final : public c10::Allocator {
@@ -42,11 +52,7 @@ class CountingAllocator final : public c10::Allocator {
         dp.get_deleter() != base_deleter_)
       return dp;
     void* p = dp.release_context();
-    {
-      std::lock_guard<std::mutex> g(mu());
-      table()[p] = Entry{t_charge, static_cast<std::int64_t>(n)};
-    }
-    t_charge->live.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+    charge_this_thread(p, static_cast<std::int64_t>(n));
     return c10::DataPtr(p, p, &CountingAllocator::free_charged, c10::Device(c10::DeviceType::CPU));
   }
   c10::DeleterFnPtr raw_deleter() const override { return base_deleter_; }
@@ -55,28 +61,13 @@ class CountingAllocator final : public c10::Allocator {
 #endif
 
   static void free_charged(void* p) {
-    Entry e;
-    {
-      std::lock_guard<std::mutex> g(mu());
-      auto it = table().find(p);
-      e = std::move(it->second);
-      table().erase(it);
-    }
-    e.counter->live.fetch_sub(e.bytes, std::memory_order_relaxed);
+    credit_charge(p);
     s_base_deleter(p);
   }
 
   static c10::DeleterFnPtr s_base_deleter;
 
  private:
-  static std::mutex& mu() {
-    static std::mutex m;
-    return m;
-  }
-  static std::unordered_map<void*, Entry>& table() {
-    static auto* t = new std::unordered_map<void*, Entry>();  // outlives static tensors
-    return *t;
-  }
   c10::Allocator* base_;
   c10::DeleterFnPtr base_deleter_;
 };
@@ -84,6 +75,28 @@ class CountingAllocator final : public c10::Allocator {
 c10::DeleterFnPtr CountingAllocator::s_base_deleter = nullptr;
 
 }  // namespace
+
+bool charge_this_thread(const void* key, std::int64_t bytes) {
+  if (!t_charge) return false;
+  {
+    std::lock_guard<std::mutex> g(table_mutex());
+    table()[key] = Entry{t_charge, bytes};
+  }
+  t_charge->live.fetch_add(bytes, std::memory_order_relaxed);
+  return true;
+}
+
+void credit_charge(const void* key) {
+  Entry e;
+  {
+    std::lock_guard<std::mutex> g(table_mutex());
+    auto it = table().find(key);
+    if (it == table().end()) return;
+    e = std::move(it->second);
+    table().erase(it);
+  }
+  e.counter->live.fetch_sub(e.bytes, std::memory_order_relaxed);
+}
 
 void install_memory_accounting() {
   static std::once_flag once;

@@ -33,7 +33,10 @@ Trainer::Impl::Impl(Resolved r)
   else
     model_ptr = std::make_unique<GptModel>(o.gpt, o.seed);
   model().partition(P, o.partition);  // "more stages than blocks" before any work
-  if (o.cuda) model_ptr->to(cuda_device());  // before the optimizers make their moments
+  if (o.cuda) {
+    model_ptr->to(cuda_device());  // before the optimizers make their moments
+    install_cuda_memory_accounting();  // CUDA is in use now: its allocators exist
+  }
   for (int t = 0; t < TP && TP > 1; ++t)
     shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model()), TP, t));
   data = std::make_unique<BatchSource>(o, M, b);

@@ -4,6 +4,10 @@
 #     equal the CPU run's within rtol 1e-4 (TF32 is off in LibTorch's
 #     matmuls by default), and under rrfp-fixed and rrfp-wait they agree
 #     within 1e-5 (CUDA's embedding backward adds with atomics).
+#     Their activation peaks are measured on the GPU (the CUDA caching
+#     allocator's allocations during each stage's forwards): above zero and
+#     within 0.2-2x of the CPU run's (the GPU rounds blocks up to 512 bytes,
+#     and its attention kernels may save other tensors).
 #  2. The plain LibTorch loop on the GPU (--executor plain) gives the same
 #     losses within rtol 1e-4.
 #  3. gpt-small trains with S = 1, 2 and 4 stages as CUDA workers of the
@@ -37,6 +41,11 @@ close(loss("fixed"), cpu, 1e-4, "GPU rrfp-fixed vs CPU")
 close(loss("wait"), cpu, 1e-4, "GPU rrfp-wait vs CPU")
 close(loss("wait"), loss("fixed"), 1e-5, "GPU rrfp-wait vs rrfp-fixed")
 close(loss("plain"), cpu, 1e-4, "GPU plain loop vs CPU")
+peak = lambda f: max(s["peak_activation_bytes"] for s in steps(f))
+for f in ("fixed", "wait"):
+    r = peak(f) / peak("cpu")
+    print(f"activation peak, GPU {f} / CPU: {peak(f)} / {peak('cpu')} bytes = {r:.3f}")
+    assert 0.2 <= r <= 2, f"GPU activation peak of the {f} run is {r:.3f}x the CPU run's"
 med = lambda f: statistics.median(s["step_s"] for s in steps(f)[2:])
 for s in (1, 2, 4):
     l = loss(f"small{s}")
