@@ -39,9 +39,14 @@ WorkerStream::WorkerStream(int device, void* stream) {
 #ifdef RRFP_TORCH_CUDA
   guard_ = std::make_unique<Guard>(device, stream);
   // torch keeps a cuBLAS(Lt) workspace per (handle, stream), made on the
-  // stream's first matmul: make it here, outside any pass's charge.
-  at::cuda::getCurrentCUDABlasHandle();
-  at::cuda::getCUDABlasLtWorkspace();
+  // stream's first matmul: make it here, outside any pass's charge, once
+  // per worker thread and stream (a CUDA worker keeps its stream).
+  thread_local void* primed = nullptr;
+  if (primed != stream) {
+    at::cuda::getCurrentCUDABlasHandle();
+    at::cuda::getCUDABlasLtWorkspace();
+    primed = stream;
+  }
 #else
   (void)stream;
   throw std::runtime_error("a pass on a CUDA worker, but this rrfp's LibTorch has no CUDA (-DRRFP_CUDA=ON)");
