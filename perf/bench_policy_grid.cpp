@@ -32,6 +32,7 @@ struct Options {
   int seeds = 10, first_seed = 1000, stages = 4, microbatches = 16;
   double unit_ms = 2;
   std::vector<double> wait_ratios = {kDefaultWaitRatio};
+  std::vector<double> wait_horizons = {kDefaultWaitHorizon};
   std::vector<std::string> hints, variability;
   std::vector<int> slacks;
   std::string traces;  // directory of the trace-driven columns; "" = none
@@ -40,10 +41,12 @@ struct Options {
 
 struct Policy {
   std::string name;  // rrfp-fixed, rrfp, rrfp-wait
-  double ratio = kDefaultWaitRatio;
+  double ratio = kDefaultWaitRatio, horizon = kDefaultWaitHorizon;
   bool again = false;  // the A/A column: rrfp-fixed run a second time
   std::string label() const {
-    return again ? "fixed-again" : name == "rrfp-wait" ? fmt::format("wait{}", ratio) : name;
+    if (again) return "fixed-again";
+    if (name != "rrfp-wait") return name;
+    return horizon == kDefaultWaitHorizon ? fmt::format("wait{}", ratio) : fmt::format("wait{}h{}", ratio, horizon);
   }
 };
 
@@ -78,6 +81,7 @@ Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack
     sc.mode = parse_mode(p.name);
     sc.inflight_slack = slack;
     sc.wait_ratio = p.ratio;
+    sc.wait_horizon = p.horizon;
     ScenarioResult r = run_scenario(h, sc);
     if (!r.sim.complete) throw ExecError(fmt::format("{} did not complete:\n{}", h.name, r.sim.stuck));
     return {r.sim.makespan, r.lb.bound};
@@ -87,6 +91,7 @@ Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack
   cfg.exec.inflight_slack = slack;
   cfg.exec.policy = p.name;
   cfg.exec.wait_ratio = p.ratio;
+  cfg.exec.wait_horizon = p.horizon;
   BenchReport r = run_bench(h, cfg);
   return {r.makespan_s, r.lower_bound_s};
 }
@@ -108,6 +113,8 @@ int main(int argc, char** argv) {
   app.add_option("--microbatches", o.microbatches, "microbatches (a multiple of --stages)")->check(CLI::PositiveNumber);
   app.add_option("--unit-ms", o.unit_ms, "one cost unit in ms (F=B=W=1)")->check(CLI::PositiveNumber);
   app.add_option("--wait-ratio", o.wait_ratios, "rrfp-wait ratios to compare (comma-separated)")->delimiter(',');
+  app.add_option("--wait-horizon", o.wait_horizons, "rrfp-wait horizons to compare (comma-separated; each with each ratio)")
+      ->delimiter(',');
   app.add_option("--hints", o.hints, "only these hints")->delimiter(',');
   app.add_option("--variability", o.variability, "only these variability columns")->delimiter(',');
   app.add_option("--slacks", o.slacks, "only these slacks")->delimiter(',');
@@ -116,8 +123,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Policy> pol = {{"rrfp-fixed"}, {"rrfp"}};
-  for (double r : o.wait_ratios) pol.push_back({"rrfp-wait", r});
-  if (o.null_column) pol.push_back({"rrfp-fixed", kDefaultWaitRatio, true});
+  for (double r : o.wait_ratios)
+    for (double hz : o.wait_horizons) pol.push_back({"rrfp-wait", r, hz});
+  if (o.null_column) pol.push_back({"rrfp-fixed", kDefaultWaitRatio, kDefaultWaitHorizon, true});
   fmt::print("backend {}, {} stages, {} microbatches, unit {} ms, seeds {}..{}; per cell: median over seeds of "
              "fixed/policy, mean of policy/LB\n",
              o.backend, o.stages, o.microbatches, o.unit_ms, o.first_seed, o.first_seed + o.seeds - 1);

@@ -31,6 +31,8 @@ Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt)
   if (opt_.inflight_slack < 0) throw SpecError("in-flight slack must not be negative");
   if (!(opt_.wait_ratio >= 0) || std::isinf(opt_.wait_ratio))
     throw SpecError(fmt::format("the bounded-wait ratio must be a finite number >= 0 (got {})", opt_.wait_ratio));
+  if (!(opt_.wait_horizon >= 0) || std::isinf(opt_.wait_horizon))
+    throw SpecError(fmt::format("the bounded-wait horizon must be a finite number >= 0 (got {})", opt_.wait_horizon));
   if (opt_.cap.empty()) {
     cap_ = hint_.peak_inflight();
     for (int& c : cap_) c += opt_.inflight_slack;
@@ -203,9 +205,10 @@ bool Arbiter::starves_a_consumer(int task) {
 
 // The rule: the device idles instead of starting `alt` when the hint's
 // preferred task P (its first unstarted one) is predicted to be ready within
-// wait_ratio x alt's expected duration, alt is not a W, another device
+// wait_horizon x alt's expected duration, alt is not a W, another device
 // waits for P's output next, and the run has no in-flight slack; it idles
-// for at most that long, then gives up on P for good. One decision looks at
+// for at most wait_ratio x alt's expected duration, then gives up on P for
+// good. One decision looks at
 // P's predecessors and successors (constant degree in pipeline graphs).
 bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // With in-flight slack the run has memory for readiness-first to run
@@ -238,7 +241,11 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
   const double budget = opt_.wait_ratio * a;
-  if (r - now >= budget) return false;
+  // A wait gains P at most a - (r - now) over running alt first, on a
+  // prediction from mean durations: only a prediction well inside alt's
+  // duration is worth idling for. The deadline is longer, because giving
+  // up after idling wastes the idle time already spent.
+  if (r - now >= budget || r - now >= opt_.wait_horizon * a) return false;
   dev.waiting_for = p;
   dev.deadline = dev.wake = now + budget;
   if (dev.wait_decided < 0) dev.wait_decided = now;

@@ -8,8 +8,8 @@
 //                   that one is ready.
 //   BoundedWait:    ReadinessFirst, except that a device may stay idle for
 //                   a bounded time when the hint's preferred task (its next
-//                   unstarted one) is predicted to be ready before the ready
-//                   alternative would finish and another device waits for
+//                   unstarted one) is predicted to be ready within half of
+//                   the ready alternative's duration and another device waits for
 //                   its output, in runs without in-flight slack
 //                   (docs/runtime.md, "Bounded-wait arbitration"). Needs
 //                   the clock: pass `now`.
@@ -32,9 +32,10 @@ namespace rrfp {
 
 enum class Mode { ReadinessFirst, Strict, BoundedWait };
 
-// BoundedWait's budget, in expected durations of the alternative
-// (docs/runtime.md says how it was chosen).
+// BoundedWait's budget and horizon, in expected durations of the
+// alternative (docs/runtime.md says how they were chosen).
 inline constexpr double kDefaultWaitRatio = 2.0;
+inline constexpr double kDefaultWaitHorizon = 0.5;
 
 struct ArbiterOptions {
   Mode mode = Mode::ReadinessFirst;
@@ -44,11 +45,12 @@ struct ArbiterOptions {
   // each rank arbitrates only its own devices); empty = every device.
   std::vector<unsigned char> local{};
   // BoundedWait: wait for the preferred task only when its predicted
-  // arrival is less than wait_ratio x the alternative's expected duration
-  // away, and never longer than that.
+  // arrival is less than wait_horizon x the alternative's expected duration
+  // away (and less than wait_ratio x), and never longer than wait_ratio x.
   double wait_ratio = kDefaultWaitRatio;
   // Optional: each device's activation bytes, bounded next to the count cap.
   MemoryBudgetOptions memory{};
+  double wait_horizon = kDefaultWaitHorizon;
 };
 
 class Arbiter {

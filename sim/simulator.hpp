@@ -45,7 +45,8 @@ struct MemoryModel {
 struct SimOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
-  double wait_ratio = kDefaultWaitRatio;  // BoundedWait
+  double wait_ratio = kDefaultWaitRatio;      // BoundedWait
+  double wait_horizon = kDefaultWaitHorizon;  // BoundedWait
   std::function<double(int)> duration;  // required unless end_at is set
   CommModel comm;
   MemoryModel memory;

@@ -34,14 +34,16 @@ struct Walk {
   int F(int s, int m) const { return g.find(Kind::F, s, m); }
   int B(int s, int m) const { return g.find(Kind::BW, s, m); }
   Arbiter a;
-  static ArbiterOptions options(double ratio, int slack) {
+  static ArbiterOptions options(double ratio, int slack, double horizon) {
     ArbiterOptions o;
     o.mode = Mode::BoundedWait;
     o.inflight_slack = slack;
     o.wait_ratio = ratio;
+    o.wait_horizon = horizon;
     return o;
   }
-  explicit Walk(double ratio, int slack = 0) : a(h, options(ratio, slack)) {
+  explicit Walk(double ratio, int slack = 0, double horizon = kDefaultWaitHorizon)
+      : a(h, options(ratio, slack, horizon)) {
     for (int m = 0; m < 6; ++m) a.on_ready(F(0, m), 0);
   }
   void finish(int task, double t, std::initializer_list<int> now_ready) {
@@ -129,6 +131,27 @@ TEST(BoundedWait, ReadinessFirstWhereTheRuleDoesNotApply) {
   }
 }
 
+// The horizon: F(0,2) starts late, at 5.8, so F(1,2) is predicted at 6.8
+// (F of stage 0 took 1 unit), 0.8 of B(1,1)'s expected unit away: inside
+// the budget of 2 units but beyond the default horizon of half a unit, so
+// device 1 takes B(1,1); with a horizon of 1 it waits.
+TEST(BoundedWait, WaitsOnlyForATaskPredictedWithinTheHorizon) {
+  for (double horizon : {kDefaultWaitHorizon, 1.0}) {
+    SCOPED_TRACE(horizon);
+    Walk w(2.0, 0, horizon);
+    w.to_t6(false);
+    ASSERT_EQ(w.a.take(0, 5.8), w.F(0, 2));
+    if (horizon < 0.8) {
+      EXPECT_EQ(w.a.take(1, 6), w.B(1, 1));
+      EXPECT_EQ(w.a.waits(), 0);
+    } else {
+      EXPECT_EQ(w.a.take(1, 6), -1);
+      EXPECT_DOUBLE_EQ(w.a.wake_at(1), 8.0);
+      EXPECT_EQ(w.a.waits(), 1);
+    }
+  }
+}
+
 // rrfp-wait against rrfp on the same drawn durations: where the rule does
 // not apply the executed orders are equal, decision for decision.
 static void expect_readiness_first(int slack, double ratio) {
@@ -172,6 +195,7 @@ TEST(BoundedWait, CompletesEveryHintWithinItsCapsUnderRandomDurations) {
           sc.mode = Mode::BoundedWait;
           sc.inflight_slack = slack;
           sc.wait_ratio = 4.0;  // waits often, to exercise the rule
+          sc.wait_horizon = 4.0;
           ScenarioResult r = run_scenario(h, sc);
           ASSERT_TRUE(r.sim.complete) << hint << " " << var << " seed " << seed << ":\n" << r.sim.stuck;
           for (int d = 0; d < h.devices(); ++d) EXPECT_LE(r.sim.peak_inflight[d], r.sim.inflight_cap[d]);
@@ -183,6 +207,10 @@ TEST(BoundedWait, CompletesEveryHintWithinItsCapsUnderRandomDurations) {
 TEST(BoundedWait, RejectsABadRatio) {
   Hint h = gen_1f1b({2, 2, 0, 0, 0});
   EXPECT_THROW(Arbiter(h, ArbiterOptions{Mode::BoundedWait, 0, {}, {}, -1}), SpecError);
+  ArbiterOptions o;
+  o.mode = Mode::BoundedWait;
+  o.wait_horizon = -0.5;
+  EXPECT_THROW(Arbiter(h, o), SpecError);
   EXPECT_EQ(parse_mode("rrfp-wait"), Mode::BoundedWait);
   EXPECT_STREQ(mode_policy_name(Mode::BoundedWait), "rrfp-wait");
 }
