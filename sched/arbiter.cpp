@@ -208,8 +208,8 @@ bool Arbiter::starves_a_consumer(int task) {
 // wait_horizon x alt's expected duration, alt is not a W, another device
 // waits for P's output next, and the run has no in-flight slack; it idles
 // for at most wait_ratio x alt's expected duration, then gives up on P for
-// good. One decision looks at
-// P's predecessors and successors (constant degree in pipeline graphs).
+// good. One decision looks at P's predecessors and successors (constant
+// degree in pipeline graphs).
 bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // With in-flight slack the run has memory for readiness-first to run
   // forwards early, which is what the slack is for; waiting gave those gains

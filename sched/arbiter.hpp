@@ -9,8 +9,8 @@
 //   BoundedWait:    ReadinessFirst, except that a device may stay idle for
 //                   a bounded time when the hint's preferred task (its next
 //                   unstarted one) is predicted to be ready within half of
-//                   the ready alternative's duration and another device waits for
-//                   its output, in runs without in-flight slack
+//                   the ready alternative's duration and another device
+//                   waits for its output, in runs without in-flight slack
 //                   (docs/runtime.md, "Bounded-wait arbitration"). Needs
 //                   the clock: pass `now`.
 // Memory bound: a forward starts only while the device's in-flight count
@@ -50,7 +50,7 @@ struct ArbiterOptions {
   double wait_ratio = kDefaultWaitRatio;
   // Optional: each device's activation bytes, bounded next to the count cap.
   MemoryBudgetOptions memory{};
-  double wait_horizon = kDefaultWaitHorizon;
+  double wait_horizon = kDefaultWaitHorizon;  // BoundedWait, see wait_ratio
 };
 
 class Arbiter {
