@@ -203,10 +203,15 @@ bool Arbiter::starves_a_consumer(int task) {
   return false;
 }
 
+// Instead of a W, a wait needs P predicted within this fraction of the W's
+// expected duration (at most wait_horizon), and lasts at most twice as long
+// (at most wait_ratio).
+constexpr double kFillerWaitHorizon = 0.1;
+
 // The rule: the device idles instead of starting `alt` when the hint's
 // preferred task P (its first unstarted one) is predicted to be ready within
-// wait_horizon x alt's expected duration, alt is not a W, another device
-// waits for P's output next, and the run has no in-flight slack; it idles
+// wait_horizon x alt's expected duration (a tenth when alt is a W), another
+// device waits for P's output next, and the run has no in-flight slack; it idles
 // for at most wait_ratio x alt's expected duration, then gives up on P for
 // good. One decision looks at P's predecessors and successors (constant
 // degree in pipeline graphs).
@@ -233,19 +238,22 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // A W is the filler split-backward hints defer into gaps: it holds no
   // memory, releases nobody, and idling instead of running it measured worse
   // on every split-backward hint of the grid (perf/RESULTS.md, issue 16).
-  if (hint_.graph->task(alt).kind == Kind::W) return false;
+  // So instead of a W the device waits only for a P that is all but there
+  // (a tie lost by microseconds on StarPU), and only briefly.
+  const bool filler = hint_.graph->task(alt).kind == Kind::W;
   // Waiting pays only when P is on the critical chain right now: a device
   // that consumes P's output has P's successor as its own next task in the
   // hint. Otherwise delaying P costs nobody and idling costs this device.
   if (!starves_a_consumer(p)) return false;
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
-  const double budget = opt_.wait_ratio * a;
+  const double horizon = filler ? std::min(kFillerWaitHorizon, opt_.wait_horizon) : opt_.wait_horizon;
+  const double budget = (filler ? std::min(2 * kFillerWaitHorizon, opt_.wait_ratio) : opt_.wait_ratio) * a;
   // A wait gains P at most a - (r - now) over running alt first, on a
   // prediction from mean durations: only a prediction well inside alt's
   // duration is worth idling for. The deadline is longer, because giving
   // up after idling wastes the idle time already spent.
-  if (r - now >= budget || r - now >= opt_.wait_horizon * a) return false;
+  if (r - now >= budget || r - now >= horizon * a) return false;
   dev.waiting_for = p;
   dev.deadline = dev.wake = now + budget;
   if (dev.wait_decided < 0) dev.wait_decided = now;

@@ -2,10 +2,13 @@
 // arbiter, and its completion under random durations in the simulator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "codelets/cost_model.hpp"
 #include "hints/generators.hpp"
 #include "sched/arbiter.hpp"
 #include "sim/scenario.hpp"
+#include "sim/simulator.hpp"
 
 using namespace rrfp;
 
@@ -148,6 +151,38 @@ TEST(BoundedWait, WaitsOnlyForATaskPredictedWithinTheHorizon) {
       EXPECT_EQ(w.a.take(1, 6), -1);
       EXPECT_DOUBLE_EQ(w.a.wake_at(1), 8.0);
       EXPECT_EQ(w.a.waits(), 1);
+    }
+  }
+}
+
+// Instead of a W, rrfp-wait waits only for a task that is all but there.
+// ZB-H1, 3 devices, 4 microbatches, unit passes; device 1's order ends
+// B(1,2) W(1,0) B(1,3) W(1,1) ... F(2,3) takes 1 + `late`, so B(1,3)'s input
+// B(2,3) starts late and is predicted (and comes) `late` units after W(1,0)
+// ends at t = 10; device 0 wants B(0,3) next, and W(1,1) is ready. Late by
+// 0.05 (a tie lost by microseconds on StarPU) the device waits and keeps the
+// hint's order; late by 0.15 (beyond a tenth of the W) it runs W(1,1)
+// first, as rrfp does.
+TEST(BoundedWait, WaitsInsteadOfAWOnlyForATaskAllButThere) {
+  Hint h = make_hint("zb-h1", {3, 4, 0, -1, 0});
+  const TaskGraph& g = *h.graph;
+  const int b13 = g.find(Kind::B, 1, 3), w11 = g.find(Kind::W, 1, 1), f23 = g.find(Kind::F, 2, 3);
+  for (double late : {0.05, 0.15}) {
+    SCOPED_TRACE(late);
+    SimOptions o;
+    o.mode = Mode::BoundedWait;
+    o.duration = [&](int id) { return id == f23 ? 1 + late : 1.0; };
+    SimResult r = simulate(h, o);
+    ASSERT_TRUE(r.complete) << r.stuck;
+    const auto& ex = r.executed[1];
+    const auto pos = [&](int id) { return std::find(ex.begin(), ex.end(), id) - ex.begin(); };
+    if (late < 0.1) {
+      EXPECT_LT(pos(b13), pos(w11));
+      EXPECT_EQ(r.waits, 1);
+      EXPECT_NEAR(r.start[b13], 10 + late, 1e-9);
+    } else {
+      EXPECT_GT(pos(b13), pos(w11));
+      EXPECT_EQ(r.waits, 0);
     }
   }
 }
