@@ -211,9 +211,9 @@ constexpr double kFillerWaitHorizon = 0.1;
 // The rule: the device idles instead of starting `alt` when the hint's
 // preferred task P (its first unstarted one) is predicted to be ready within
 // wait_horizon x alt's expected duration (a tenth when alt is a W), another
-// device waits for P's output next, and the run has no in-flight slack; it idles
-// for at most wait_ratio x alt's expected duration, then gives up on P for
-// good. One decision looks at P's predecessors and successors (constant
+// device waits for P's output next, and the run has no in-flight slack; it
+// idles for at most wait_ratio x alt's expected duration, then gives up on P
+// for good. One decision looks at P's predecessors and successors (constant
 // degree in pipeline graphs).
 bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // With in-flight slack the run has memory for readiness-first to run
@@ -247,15 +247,18 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   if (!starves_a_consumer(p)) return false;
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
-  const double horizon = filler ? std::min(kFillerWaitHorizon, opt_.wait_horizon) : opt_.wait_horizon;
-  const double budget = (filler ? std::min(2 * kFillerWaitHorizon, opt_.wait_ratio) : opt_.wait_ratio) * a;
+  double horizon = opt_.wait_horizon, ratio = opt_.wait_ratio;
+  if (filler) {
+    horizon = std::min(horizon, kFillerWaitHorizon);
+    ratio = std::min(ratio, 2 * kFillerWaitHorizon);
+  }
   // A wait gains P at most a - (r - now) over running alt first, on a
   // prediction from mean durations: only a prediction well inside alt's
   // duration is worth idling for. The deadline is longer, because giving
   // up after idling wastes the idle time already spent.
-  if (r - now >= budget || r - now >= horizon * a) return false;
+  if (r - now >= std::min(horizon, ratio) * a) return false;
   dev.waiting_for = p;
-  dev.deadline = dev.wake = now + budget;
+  dev.deadline = dev.wake = now + ratio * a;
   if (dev.wait_decided < 0) dev.wait_decided = now;
   ++waits_;
   return true;

@@ -48,9 +48,9 @@ struct ArbiterOptions {
   // arrival is less than wait_horizon x the alternative's expected duration
   // away (and less than wait_ratio x), and never longer than wait_ratio x.
   double wait_ratio = kDefaultWaitRatio;
+  double wait_horizon = kDefaultWaitHorizon;
   // Optional: each device's activation bytes, bounded next to the count cap.
   MemoryBudgetOptions memory{};
-  double wait_horizon = kDefaultWaitHorizon;  // BoundedWait, see wait_ratio
 };
 
 class Arbiter {
