@@ -8,6 +8,7 @@
 #include "drivers/commands.hpp"
 #include "drivers/env_config.hpp"
 #include "drivers/flags.hpp"
+#include "drivers/rank_transport_flag.hpp"
 #include "runtime/bench.hpp"
 #include "mpi/mpi_executor.hpp"
 #include "mpi/mpi_session.hpp"
@@ -29,6 +30,7 @@ struct BenchArgs {
   int tensor_parallel = 1;
   int slack = -1, iterations = 1;
   int devices_per_rank = 1;  // under mpirun/srun (docs/mpi.md)
+  std::string rank_transport = "starpu-mpi";
   bool cuda = false;         // devices are CUDA workers (docs/gpu.md)
   bool check_sim = false;    // replay each iteration in the simulator (sim/decision_check.hpp)
   double message_mb = 4.0 / 1024;  // every activation and gradient handle: 4 KiB
@@ -60,9 +62,11 @@ void run(const BenchArgs& a) {
   cfg.exec.task_hook = fault_hook_from_env(hint);
   cfg.check_decisions = a.check_sim;
   if (a.check_sim && mpi) throw SpecError("--check-sim replays one process's arbiter: run it without mpirun");
+  const RankTransportKind transport = rank_transport_from_flag(a.rank_transport, mpi);
   if (mpi) {
     MpiOptions mo;
     mo.devices_per_rank = a.devices_per_rank;
+    mo.transport = transport;
     mo.timeout_s = mpi_timeout_from_env();
     if (a.tensor_parallel > 1) {
       auto comm = std::make_shared<MpiTpComm>(hint.devices(), a.tensor_parallel, a.devices_per_rank,
@@ -142,6 +146,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--policy", a->policy, "override STARPU_SCHED");
   cmd->add_option("--devices-per-rank", a->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();
+  add_rank_transport_flag(cmd, &a->rank_transport);
   cmd->add_option("--tensor-parallel", a->tensor_parallel,
                   "split each device's tasks over T workers with all-reduces inside F and B (docs/tensor-parallel.md)")
       ->capture_default_str();

@@ -11,6 +11,7 @@
 #include "mpi/mpi_comm.hpp"
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
+#include "mpi/ordered_channels.hpp"
 #include "mpi/tp_decisions.hpp"
 #include "runtime/run_plan.hpp"
 #include "runtime/run_stats.hpp"
@@ -21,9 +22,12 @@ namespace rrfp {
 
 namespace {
 
-// StarPU-MPI over MPI_COMM_WORLD: the submitter's rank transport.
+// StarPU-MPI over MPI_COMM_WORLD: the submitter's rank transport; with
+// ordered channels, the messages go through them instead.
 class StarpuMpiTransport final : public RankTransport {
  public:
+  explicit StarpuMpiTransport(MessageChannels* channels) : channels_(channels) {}
+  MessageChannels* channels() override { return channels_; }
   void register_handle(starpu_data_handle_t h, std::int64_t tag, int owner) override {
     starpu_mpi_data_register(h, static_cast<starpu_mpi_tag_t>(tag), owner);
   }
@@ -37,7 +41,17 @@ class StarpuMpiTransport final : public RankTransport {
   std::unique_ptr<DecisionChannel> decisions(const Hint& hint, int T, int K, int me) override {
     return std::make_unique<TpDecisions>(hint, T, K, me);
   }
+
+ private:
+  MessageChannels* channels_;
 };
+
+// Kept across runs (its thread lives per run); left to the process when a
+// run fails, since its thread may still point into it.
+MpiOrderedChannels* ordered_channels() {
+  static auto* c = new MpiOrderedChannels(ordered_channels_comm());
+  return c;
+}
 
 }  // namespace
 
@@ -82,7 +96,7 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   if (mopt.tp_comm) mopt.tp_comm->open();
   // The policy maps every slot to a worker; another rank's slots have
   // none here (RRFP_REMOTE_WORKER), so nothing ever pops for them.
-  StarpuMpiTransport transport;
+  StarpuMpiTransport transport(mopt.transport == RankTransportKind::Ordered ? ordered_channels() : nullptr);
   GraphRunSpec spec(hint, body, opt, plan, RankLayout{me, R, K, &transport});
   spec.worker_of_slot.assign(D * T, RRFP_REMOTE_WORKER);
   for (int i = 0; i < K; ++i) spec.worker_of_slot[me * K + i] = local_worker[i];

@@ -29,10 +29,17 @@ namespace rrfp {
 
 class MpiTpComm;
 
+// How messages between ranks travel (docs/mpi.md, "Rank transports").
+enum class RankTransportKind {
+  StarpuMpi,  // StarPU-MPI infers sends and receives from the tasks' data (default)
+  Ordered,    // send and receive tasks in one order per rank pair, as NCCL needs (mpi/ordered_channels.hpp)
+};
+
 struct MpiOptions {
   int devices_per_rank = 1;  // devices of the hint x tensor-parallel = ranks * devices_per_rank
   double timeout_s = 0;      // no progress on a rank for this long: failed; 0 = ExecOptions::stall_timeout_s
   MpiTpComm* tp_comm = nullptr;  // opened and closed around the run (mpi/mpi_tp_comm.hpp)
+  RankTransportKind transport = RankTransportKind::StarpuMpi;
 };
 
 struct MpiExecResult {

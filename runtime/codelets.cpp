@@ -49,6 +49,11 @@ starpu_codelet make_codelet(const char* name, void (*fn)(void**, void*), starpu_
   return cl;
 }
 
+starpu_codelet cpu_only(starpu_codelet cl) {
+  cl.where = STARPU_CPU;
+  return cl;
+}
+
 struct Codelets {
   starpu_perfmodel model[4] = {make_model("rrfp_F", pass_footprint), make_model("rrfp_B", pass_footprint),
                                make_model("rrfp_W", pass_footprint), make_model("rrfp_BW", pass_footprint)};
@@ -65,6 +70,10 @@ struct Codelets {
   // copy, not an optimizer step, so a model of its own.
   starpu_perfmodel install_model = make_model("rrfp_install", epilogue_footprint);
   starpu_codelet install = make_codelet("rrfp_install", epilogue_task_body, &install_model);
+  // A channel's tasks hand their buffer to the wire and return; the wire
+  // ends them (MessageChannels). Host memory: CPU workers only.
+  starpu_codelet channel_send = cpu_only(make_codelet("rrfp_send", channel_task_body, nullptr, false));
+  starpu_codelet channel_receive = cpu_only(make_codelet("rrfp_receive", channel_task_body, nullptr, false));
   starpu_codelet release = [] {
     starpu_codelet c = make_codelet("rrfp_link_release", release_task_body, nullptr, false);
     c.nbuffers = 0;
@@ -86,6 +95,8 @@ starpu_codelet* link_codelet() { return &codelets().link; }
 starpu_codelet* epilogue_codelet() { return &codelets().epilogue; }
 starpu_codelet* install_codelet() { return &codelets().install; }
 starpu_codelet* release_codelet() { return &codelets().release; }
+starpu_codelet* channel_send_codelet() { return &codelets().channel_send; }
+starpu_codelet* channel_receive_codelet() { return &codelets().channel_receive; }
 std::vector<const starpu_codelet*> pass_codelets() {
   Codelets& c = codelets();
   return {&c.pass[0], &c.pass[1], &c.pass[2], &c.pass[3]};

@@ -1,5 +1,5 @@
 // The codelets of a run, one per pass kind (F, B, W, BW), the link task of
-// an emulated wire, the per-stage epilogue (training's optimizer step) and
+// an emulated wire, the send and receive of an ordered channel between ranks, the per-stage epilogue (training's optimizer step) and
 // the install of its weights on other ranks (AMDP). All take a variable
 // number of buffers (modes set per task, data_plan.hpp) and carry a
 // history-based performance model keyed by stage and message size
@@ -35,6 +35,11 @@ void graph_task_body(void** buffers, void* cl_arg);
 void link_task_body(void** buffers, void* cl_arg);
 void epilogue_task_body(void** buffers, void* cl_arg);
 void release_task_body(void** buffers, void* cl_arg);
+void channel_task_body(void** buffers, void* cl_arg);  // cl_arg: ChannelArg
+// Ends a task held by an end dependency (a link, a channel's send or
+// receive) from a tiny task on a worker: policies such as dmda need the
+// held task to terminate on a worker.
+void end_on_a_worker(starpu_task* held);
 // Epilogue callbacks of passes and epilogue tasks: they record the task's
 // end when StarPU saw it end (on a CUDA worker, when its GPU work is done:
 // STARPU_CUDA_ASYNC), before StarPU releases the tasks that depend on it.
@@ -47,6 +52,10 @@ starpu_codelet* epilogue_codelet();
 starpu_codelet* install_codelet();  // same body as the epilogue (EpilogueArg::install_of)
 // No data: ends a link task whose delay is over (cl_arg: the link task).
 starpu_codelet* release_codelet();
+// One buffer (the message R, or the received copy W); CPU workers: the
+// wire reads and writes host memory.
+starpu_codelet* channel_send_codelet();
+starpu_codelet* channel_receive_codelet();
 // The four pass codelets: the policy recognises graph tasks by them.
 std::vector<const starpu_codelet*> pass_codelets();
 

@@ -17,6 +17,7 @@ const char* handle_kind_name(HandleKind k) {
     case HandleKind::Accumulator: return "accumulator";
     case HandleKind::Version: return "version";
     case HandleKind::Arrival: return "arrival";
+    case HandleKind::Received: return "received";
   }
   return "?";
 }
@@ -29,7 +30,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   p.tp = T;
   p.stages = S;
   auto add = [&](HandleKind k, int s, int m, int member, int device, std::size_t bytes) {
-    const bool message = k == HandleKind::Activation || k == HandleKind::Gradient;
+    const bool message = k == HandleKind::Activation || k == HandleKind::Gradient || k == HandleKind::Received;
     const bool state = (k == HandleKind::Accumulator || k == HandleKind::Version) && o.state_bytes;
     if (state) bytes = 8 + o.state_bytes(s);  // a count or version, then the bytes
     p.handles.push_back({k, s, m, member, device * T + member, bytes, message || state});
@@ -82,6 +83,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   p.msg_in.assign(p.access.size(), -1);
   p.msg_out.assign(p.access.size(), -1);
   p.link_in.assign(p.access.size(), -1);
+  p.channel_in.assign(p.access.size(), -1);
   std::vector<std::vector<AccessSpec>> link_access;
   std::vector<int> link_slot;
   for (int t = 0; t < T; ++t)
@@ -120,6 +122,15 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           break;
       }
       if (p.msg_out[mt] >= 0) a.push_back({p.msg_out[mt], Access::W});
+      if (in >= 0 && o.channel_rank) {
+        const int src = o.channel_rank(p.handles[in].slot), dst = o.channel_rank(p.slot[mt]);
+        if (src != dst) {
+          const int received = add(HandleKind::Received, s, m, t, k.device, p.handles[in].bytes);
+          p.channel_in[mt] = static_cast<int>(p.channels.size());
+          p.channels.push_back({in, received, mt, src, dst});
+          in = received;
+        }
+      }
       if (in >= 0) {
         p.msg_in[mt] = in;
         a.push_back({in, Access::R});
@@ -168,6 +179,12 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
         p.slot.push_back(std::get<2>(key));
       }
   }
+  for (const ChannelSpec& c : p.channels) {
+    p.access.push_back({{c.message, Access::R}});
+    p.slot.push_back(p.handles[c.message].slot);
+    p.access.push_back({{c.received, Access::W}});
+    p.slot.push_back(p.slot[c.consumer]);
+  }
   if (p.group > 0) {
     p.task_group.resize(n);
     p.writer_epilogue.assign(n, -1);
@@ -193,6 +210,7 @@ std::vector<int> submission_nodes(const DataPlan& p, std::vector<int> order) {
   for (int id : order) {
     for (int t = 0; t < p.tp; ++t) {
       const int mt = t * p.n + id;
+      if (int c = p.channel_in[mt]; c >= 0) out.push_back(p.send_node(c)), out.push_back(p.receive_node(c));
       if (int l = p.link_in[mt]; l >= 0) out.push_back(p.link_node(l));
       out.push_back(mt);
     }

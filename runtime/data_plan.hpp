@@ -29,6 +29,11 @@
 //   arrival    L(e)    written by the edge's link task (which reads the
 //                      message and holds it for the delay), read by the
 //                      consumer: the emulated wire.
+// Per message crossing ranks through ordered channels (channel_rank set):
+//   received   R(c)    written by the channel's receive task on the
+//                      consumer's rank, read by the consumer in place of
+//                      the message; the send task on the producer's rank
+//                      reads the message (docs/gpu.md, "Ordered channels").
 #pragma once
 
 #include <cstddef>
@@ -39,7 +44,7 @@
 
 namespace rrfp {
 
-enum class HandleKind { Activation, Gradient, Stash, Accumulator, Version, Arrival };
+enum class HandleKind { Activation, Gradient, Stash, Accumulator, Version, Arrival, Received };
 enum class Access : unsigned char { R, W, RW, RWCommute };
 const char* handle_kind_name(HandleKind k);
 
@@ -64,6 +69,15 @@ struct LinkSpec {
   int consumer;  // member task (member * n + graph id)
   int k;         // index of the input among the consumer's graph predecessors
   double delay_s;
+};
+
+// A message crossing ranks through an ordered channel: a send task in the
+// producer's slot (reads `message`), a receive task in the consumer's slot
+// (writes `received`, which the consumer reads).
+struct ChannelSpec {
+  int message, received;
+  int consumer;            // member task
+  int src_rank, dst_rank;
 };
 
 struct DataPlanOptions {
@@ -100,11 +114,15 @@ struct DataPlanOptions {
   std::function<int(int stage, int device)> accumulator_device;
   // Delay of the k-th input edge of graph task `task` when it crosses devices; empty = none.
   std::function<double(int task, int k)> link_delay_s;
+  // Optional: the rank of a slot. Set, a message whose producer and
+  // consumer are on different ranks crosses as a channel (ChannelSpec):
+  // no task then reads data another rank owns.
+  std::function<int(int slot)> channel_rank;
 };
 
 // The nodes of a run are its StarPU tasks: member tasks (member * n + id),
 // then link tasks, then epilogues (group * tp * stages + member * stages + stage),
-// then installs.
+// then installs, then each channel's send and receive.
 struct DataPlan {
   int n = 0, tp = 1, stages = 0;
   int group = 0;   // DataPlanOptions::epilogue_group
@@ -117,11 +135,13 @@ struct DataPlan {
   // Per install: its epilogue and the device it installs on; per epilogue, its installs.
   std::vector<int> install_epilogue, install_device;
   std::vector<std::vector<int>> epilogue_installs;
+  std::vector<ChannelSpec> channels;
   // Per node: its accesses in buffer order, and its slot (device * T + member).
   std::vector<std::vector<AccessSpec>> access;
   std::vector<int> slot;
-  // Per member task: the message it reads / writes (-1: none), the link feeding it (-1).
-  std::vector<int> msg_in, msg_out, link_in;
+  // Per member task: the message it reads / writes (-1: none; through a
+  // channel, the received copy), the link and the channel feeding it (-1).
+  std::vector<int> msg_in, msg_out, link_in, channel_in;
 
   int tasks() const { return n * tp; }
   int nodes() const { return static_cast<int>(access.size()); }
@@ -129,12 +149,16 @@ struct DataPlan {
   int epilogue_node(int e) const { return tasks() + static_cast<int>(links.size()) + e; }
   int installs() const { return static_cast<int>(install_epilogue.size()); }
   int install_node(int i) const { return epilogue_node(epilogues) + i; }
+  int send_node(int c) const { return install_node(installs()) + 2 * c; }
+  int receive_node(int c) const { return send_node(c) + 1; }
+  bool is_channel_node(int node) const { return node >= send_node(0); }
 };
 
 DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
 
 // The order the submitter hands the nodes to StarPU, from an order of graph
-// ids: every member of each id in turn, a task's link just before it; the
+// ids: every member of each id in turn, a task's channel (send, receive)
+// and link just before it; the
 // epilogues last, or (grouped) each right after the last accumulator write
 // of its group, each followed by its installs, the ids sorted by group first (stable: within a group the
 // given order stays, and every edge joins tasks of one microbatch).

@@ -28,15 +28,6 @@ starpu_data_access_mode mode_of(Access a) {
   return STARPU_RW;
 }
 
-// The link thread's delay is over: a task on a worker ends the link task.
-void release_on_a_worker(starpu_task* link) {
-  starpu_task* r = starpu_task_create();
-  r->cl = release_codelet();
-  r->cl_arg = link;
-  r->destroy = 1;
-  if (starpu_task_submit(r) != 0) starpu_task_end_dep_release(link);  // StarPU is going down: from here then
-}
-
 // A task that reads a message from another rank: its prologue (all of its
 // inputs are here) counts the arrival for the watchdog, and says which one
 // when a message never comes.
@@ -57,13 +48,14 @@ void input_arrived(void* arg) {
 struct Submission {
   DataPlan plan;
   std::unique_ptr<RunState> run = std::make_unique<RunState>();
-  LinkThread link{release_on_a_worker};
+  LinkThread link{end_on_a_worker};
   std::unique_ptr<DecisionChannel> decisions;
   std::vector<std::vector<unsigned char>> bytes;  // per handle owned here
   std::vector<std::uint64_t> words;               // per ordering handle owned here
   std::vector<starpu_data_handle_t> handle;       // per handle; null where not registered
   std::vector<TaskArg> args;                      // per member task
   std::vector<LinkArg> link_args;
+  std::vector<ChannelArg> channel_args;  // per channel node (send, receive)
   std::vector<EpilogueArg> epi_args;
   std::unique_ptr<ArrivalArg[]> arrival_args;  // per node
   std::vector<starpu_task*> tasks;  // member tasks, then links, then epilogues; null: not run here
@@ -138,6 +130,8 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   po.link_delay_s = opt.link_delay_s;
   po.state_bytes = opt.state_bytes;
   po.accumulator_device = opt.accumulator_device;
+  MessageChannels* channels = L.transport ? L.transport->channels() : nullptr;
+  if (channels) po.channel_rank = [&L](int slot) { return L.rank_of_slot(slot); };
   sub->plan = plan_data(g, po);
   const DataPlan& plan = sub->plan;
   const int tasks = plan.tasks(), links = static_cast<int>(plan.links.size()), epis = plan.epilogues;
@@ -164,6 +158,9 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   // which handles it therefore touches.
   auto rank_of_handle = [&](int h) { return L.rank_of_slot(plan.handles[h].slot); };
   auto is_link = [&](int node) { return node >= tasks && node < tasks + links; };
+  // Links and a channel's tasks are held until their wire is done, run
+  // on any worker here and are not counted as the run's work.
+  auto is_held = [&](int node) { return is_link(node) || plan.is_channel_node(node); };
   std::vector<unsigned char> build(plan.nodes(), 0), touched(plan.handles.size(), 0);
   for (int node = 0; node < plan.nodes(); ++node) {
     bool b = L.rank_of_slot(plan.slot[node]) == me;
@@ -231,14 +228,18 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       t->name = cl->name;  // the builders name it after themselves; traces should show rrfp_F, ...
       t->destroy = 0;
       t->priority = priority;
-      if (!is_link(node)) sub->place[slot].place(t, order);  // links: any worker here
-      if (!is_link(node)) {  // a pass or an epilogue: its end, before StarPU releases its dependents
+      if (!is_held(node)) sub->place[slot].place(t, order);  // links, channels: any worker here
+      if (!is_held(node)) {  // a pass or an epilogue: its end, before StarPU releases its dependents
         t->epilogue_callback_func = node < tasks ? pass_ended : epilogue_ended;
         t->epilogue_callback_arg = arg;
       }
       if (is_link(node)) {
         sub->link_args[node - tasks].task = t;
         starpu_task_end_dep_add(t, 1);  // released by the link thread after the delay
+      }
+      if (plan.is_channel_node(node)) {
+        sub->channel_args[node - plan.send_node(0)].task = t;
+        starpu_task_end_dep_add(t, 1);  // released when the channel has moved the bytes
       }
       // A message from another rank: the watchdog counts its arrival.
       for (const AccessSpec& a : acc)
@@ -277,6 +278,26 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     }
   }
   for (int l = 0; l < links; ++l) sub->link_args[l] = {&run, nullptr, plan.links[l].delay_s};
+  // Channels: the messages this rank sends to and receives from each rank.
+  std::vector<int> sends_to(L.ranks, 0), receives_from(L.ranks, 0);
+  sub->channel_args.resize(2 * plan.channels.size());
+  for (size_t c = 0; c < plan.channels.size(); ++c) {
+    const ChannelSpec& cs = plan.channels[c];
+    const std::int64_t msg = cs.message + 1;  // the handle's tag, the same on every rank
+    sub->channel_args[2 * c] = {&run, channels, nullptr, cs.dst_rank, msg, true};
+    sub->channel_args[2 * c + 1] = {&run, channels, nullptr, cs.src_rank, msg, false};
+    if (cs.src_rank == me) ++sends_to[cs.dst_rank];
+    if (cs.dst_rank == me) {
+      ++receives_from[cs.src_rank];
+      const int node = plan.receive_node(static_cast<int>(c));
+      sub->arrival_args[node].run = &run;
+      sub->arrival_args[node].handle = cs.message;
+      sub->channel_args[2 * c + 1].arrived = input_arrived;
+      sub->channel_args[2 * c + 1].arrival = &sub->arrival_args[node];
+      ++expected_remote;
+    }
+  }
+  if (channels) channels->start(sends_to, receives_from);
   for (int e = 0; e < epis; ++e) sub->epi_args[e] = {e, &run, &sub->plan, plan.epilogue_node(e)};
   for (int i = 0; i < plan.installs(); ++i)
     sub->epi_args[epis + i] = {epis + i, &run, &sub->plan, plan.install_node(i), plan.install_epilogue[i],
@@ -287,7 +308,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   // Every task is known before the first one can run on this rank: the
   // watchdog's total must be complete before a fast run could end.
   for (int node = 0; node < plan.nodes(); ++node)
-    if (build[node] && L.rank_of_slot(plan.slot[node]) == me && !is_link(node)) ++run.total;
+    if (build[node] && L.rank_of_slot(plan.slot[node]) == me && !is_held(node)) ++run.total;
   if (sub->decisions) sub->decisions->post_receives();
   if (!L.distributed()) run.t0 = RunState::Clock::now();  // one process: times from submission; ranks share the clock's epoch
   out.t_submit = run.now();
@@ -297,6 +318,9 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       submit(node, pass_codelet(g.task(id).kind), &sub->args[node], -hint.rank[id], static_cast<unsigned>(hint.rank[id] + 1));
     } else if (is_link(node)) {
       submit(node, link_codelet(), &sub->link_args[node - tasks], 0, 0);
+    } else if (plan.is_channel_node(node)) {
+      const int i = node - plan.send_node(0);
+      submit(node, i % 2 == 0 ? channel_send_codelet() : channel_receive_codelet(), &sub->channel_args[i], 0, 0);
     } else {
       // Grouped (an asynchronous stage's update, or an install of its
       // weights): the rrfp policies run it before its device's next pass
@@ -316,8 +340,9 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       const int h = sub->arrival_args[node].handle;
       if (h < 0 || sub->arrival_args[node].fired.load()) continue;
       const HandleSpec& hs = plan.handles[h];
-      const std::string who =
-          node < tasks ? member_task_name(g.label(node % n), node / n, T) : fmt::format("link node {}", node);
+      const std::string who = node < tasks                 ? member_task_name(g.label(node % n), node / n, T)
+                              : plan.is_channel_node(node) ? std::string("a channel's receive")
+                                                           : fmt::format("link node {}", node);
       out += fmt::format("\n  {} waits for {}(stage {}, mb {}, member {}) from rank {}", who,
                          handle_kind_name(hs.kind), hs.stage, hs.mb, hs.member, rank_of_handle(h));
       ++listed;
@@ -355,6 +380,10 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
         abort_run(run.error);
         continue;
       }
+      if (channels && !channels->error().empty()) {
+        abort_run(channels->error());
+        continue;
+      }
       const long progress = run.done.load() + arrived() + rrfp_sched_events(ctx);
       if (progress != last_progress) last_progress = progress, last_move = now, stall_since = -1;
       if (run.running.load() != 0 || sub->link.busy() != 0) continue;
@@ -382,6 +411,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   }
   out.wall_s = run.now() - out.t_submit;
   starpu_task_wait_for_all();
+  if (channels) channels->finish();
   if (L.transport) L.transport->wait_sends();
   if (spec.arb) rrfp_sched_detach(ctx);
   if (opt.profile) {

@@ -9,9 +9,12 @@
 
 #include <starpu.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hints/hint.hpp"
 
@@ -30,6 +33,28 @@ class DecisionChannel {
   virtual std::string announce(int device, int task) = 0;
 };
 
+// Messages between ranks in one agreed order per directed rank pair, as
+// NCCL needs (docs/gpu.md, "Ordered channels"): the k-th send to a rank is
+// the k-th message whose producer finished, the peer's k-th receive is
+// released only when the sender has announced what it carries. The
+// submitter's send and receive tasks call these from their bodies and end
+// when `done` is called (from the channels' own thread).
+class MessageChannels {
+ public:
+  virtual ~MessageChannels() = default;
+  // Before any send or receive of a run: how many messages this rank sends
+  // to and receives from each rank.
+  virtual void start(const std::vector<int>& sends_to, const std::vector<int>& receives_from) = 0;
+  // `bytes` at `ptr` (kept valid until done) are message `msg` for rank `dst`.
+  virtual void send(int dst, std::int64_t msg, const void* ptr, std::size_t bytes, std::function<void()> done) = 0;
+  // Message `msg` from rank `src` goes to `ptr` (exactly `bytes`) when its turn comes.
+  virtual void receive(int src, std::int64_t msg, void* ptr, std::size_t bytes, std::function<void()> done) = 0;
+  // After the run's tasks ended: every send and receive is done; stops the thread.
+  virtual void finish() = 0;
+  // A transfer failed (a size that differs from the announced one, a wire error): why, else "".
+  virtual std::string error() const = 0;
+};
+
 class RankTransport {
  public:
   virtual ~RankTransport() = default;
@@ -45,6 +70,9 @@ class RankTransport {
   virtual void wait_sends() = 0;
   // Decisions of tensor-parallel groups spread over ranks; slot s on rank s / K.
   virtual std::unique_ptr<DecisionChannel> decisions(const Hint& hint, int T, int K, int me) = 0;
+  // Ordered channels for the messages between ranks, or null: StarPU-MPI
+  // infers the transfers from the tasks' data (the default).
+  virtual MessageChannels* channels() { return nullptr; }
 };
 
 }  // namespace rrfp

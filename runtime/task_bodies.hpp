@@ -5,7 +5,10 @@
 
 #include <starpu.h>
 
+#include <cstdint>
+
 #include "runtime/data_plan.hpp"
+#include "runtime/rank_transport.hpp"
 #include "runtime/run_state.hpp"
 
 namespace rrfp {
@@ -14,6 +17,20 @@ struct LinkArg {
   RunState* run;
   starpu_task* task;
   double delay_s;
+};
+
+// A send or receive task of an ordered channel (DataPlan::channels): its
+// body hands its buffer to the channels and the task ends when they call
+// back; a receive then calls arrived(arrival) for the watchdog.
+struct ChannelArg {
+  RunState* run = nullptr;
+  MessageChannels* channels = nullptr;
+  starpu_task* task = nullptr;
+  int peer = -1;         // the rank sent to / received from
+  std::int64_t msg = 0;  // the message's id on both ranks (its handle's tag)
+  bool send = true;
+  void (*arrived)(void*) = nullptr;
+  void* arrival = nullptr;
 };
 
 // An epilogue (a stage's update), or an install of its weights elsewhere.

@@ -55,6 +55,7 @@ Trainer::Impl::Impl(Resolved r)
     mpi_rank = mpi_world().rank;
     plan = mpi_train_plan(hint, TP, o.devices_per_rank, mpi_rank, o.deterministic);
     plan.mopt.timeout_s = o.mpi_timeout_s;
+    if (o.ordered_channels) plan.mopt.transport = RankTransportKind::Ordered;
     if (TP > 1) {
       // Every all-reduce is one [b, T, d_model] activation or its gradient.
       auto c = std::make_unique<MpiTpComm>(hint.devices(), TP, o.devices_per_rank,

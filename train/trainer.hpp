@@ -56,6 +56,7 @@ struct TrainOptions {
   // StarPU-MPI executor, devices_per_rank devices on each (docs/mpi.md).
   bool multi_rank = false;
   int devices_per_rank = 1;
+  bool ordered_channels = false;  // messages between ranks through ordered channels (mpi/ordered_channels.hpp)
   int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
   double mpi_timeout_s = 0;  // under mpirun: seconds without progress on a rank; 0 = the executor's default
   // "" = synchronous (a flush every step); "paci": no flush, per-stage

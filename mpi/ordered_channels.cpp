@@ -1,0 +1,231 @@
+#include "mpi/ordered_channels.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "comm/edge_order.hpp"
+
+namespace rrfp {
+
+namespace {
+constexpr int kDataTag = 7101, kAnnounceTag = 7102;
+
+struct Out {  // a message waiting to be sent, in sequence order
+  std::int64_t seq, msg;
+  const void* ptr;
+  std::size_t bytes;
+  std::function<void()> done;
+};
+struct In {  // a receive task's buffer, waiting for its message's turn
+  void* ptr;
+  std::size_t bytes;
+  std::function<void()> done;
+};
+
+// One directed pair's two ends as this rank sees them.
+struct Peer {
+  // Sending to the peer.
+  EdgeSendOrder send_order;
+  std::deque<Out> queue;
+  bool sending = false;
+  std::int64_t announce_out[3] = {0, 0, 0};  // seq, msg, bytes: must live until sent
+  MPI_Request send_req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int sends_left = 0;
+  // Receiving from the peer.
+  EdgeRecvOrder recv_order;
+  std::map<std::int64_t, std::int64_t> announced_bytes;  // msg -> bytes
+  std::deque<std::pair<std::int64_t, std::int64_t>> releasable;  // (seq, msg), in order
+  std::map<std::int64_t, In> buffers;                            // msg -> its receive's buffer
+  std::int64_t announce_in[3] = {0, 0, 0};
+  MPI_Request announce_req = MPI_REQUEST_NULL, recv_req = MPI_REQUEST_NULL;
+  bool receiving = false;
+  int announcements_left = 0, receives_left = 0;
+};
+}  // namespace
+
+struct MpiOrderedChannels::State {
+  MPI_Comm comm;
+  int me = 0;
+  mutable std::mutex m;
+  std::vector<Peer> peers;
+  bool stop = false;
+  std::string error;
+
+  bool busy() const {
+    for (const Peer& p : peers)
+      if (p.sends_left > 0 || p.receives_left > 0) return true;
+    return false;
+  }
+
+  // One pass over every pair; the callbacks of what completed go to `done`.
+  bool step(std::vector<std::function<void()>>& done) {
+    bool moved = false;
+    for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
+      Peer& p = peers[r];
+      // The head of the send queue goes out, with its announcement.
+      if (!p.sending && !p.queue.empty()) {
+        const Out& o = p.queue.front();
+        p.announce_out[0] = o.seq, p.announce_out[1] = o.msg, p.announce_out[2] = static_cast<std::int64_t>(o.bytes);
+        MPI_Isend(p.announce_out, 3, MPI_INT64_T, r, kAnnounceTag, comm, &p.send_req[0]);
+        MPI_Isend(o.ptr, static_cast<int>(o.bytes), MPI_BYTE, r, kDataTag, comm, &p.send_req[1]);
+        p.sending = moved = true;
+      }
+      if (p.sending) {
+        int flag = 0;
+        MPI_Testall(2, p.send_req, &flag, MPI_STATUSES_IGNORE);
+        if (flag) {
+          done.push_back(std::move(p.queue.front().done));
+          p.queue.pop_front();
+          p.sending = false;
+          --p.sends_left;
+          moved = true;
+        }
+      }
+      // Announcements, in whatever order they come.
+      if (p.announcements_left > 0 && p.announce_req == MPI_REQUEST_NULL)
+        MPI_Irecv(p.announce_in, 3, MPI_INT64_T, r, kAnnounceTag, comm, &p.announce_req);
+      if (p.announce_req != MPI_REQUEST_NULL) {
+        int flag = 0;
+        MPI_Test(&p.announce_req, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+          p.recv_order.announce(p.announce_in[0], p.announce_in[1]);
+          p.announced_bytes[p.announce_in[1]] = p.announce_in[2];
+          for (auto sm : p.recv_order.releasable()) p.releasable.push_back(sm);
+          --p.announcements_left;
+          moved = true;
+        }
+      }
+      // The next receive in sequence order, once its task gave a buffer.
+      if (!p.receiving && !p.releasable.empty()) {
+        const std::int64_t msg = p.releasable.front().second;
+        auto it = p.buffers.find(msg);
+        if (it != p.buffers.end()) {
+          const std::int64_t bytes = p.announced_bytes[msg];
+          if (bytes != static_cast<std::int64_t>(it->second.bytes)) {
+            if (error.empty())
+              error = fmt::format("rank {}: message {} from rank {} has {} bytes, its receive expects {}", me, msg, r,
+                                  bytes, it->second.bytes);
+            continue;
+          }
+          MPI_Irecv(it->second.ptr, static_cast<int>(bytes), MPI_BYTE, r, kDataTag, comm, &p.recv_req);
+          p.receiving = moved = true;
+        }
+      }
+      if (p.receiving) {
+        int flag = 0;
+        MPI_Test(&p.recv_req, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+          const std::int64_t msg = p.releasable.front().second;
+          done.push_back(std::move(p.buffers[msg].done));
+          p.buffers.erase(msg);
+          p.announced_bytes.erase(msg);
+          p.releasable.pop_front();
+          p.receiving = false;
+          --p.receives_left;
+          moved = true;
+        }
+      }
+    }
+    return moved;
+  }
+
+  void loop() {
+    auto idle = std::chrono::microseconds(10);
+    for (;;) {
+      std::vector<std::function<void()>> done;
+      bool moved;
+      {
+        std::lock_guard<std::mutex> g(m);
+        if (stop && !busy()) return;
+        moved = step(done);
+      }
+      for (auto& f : done) f();  // ends tasks: outside the lock
+      if (moved) {
+        idle = std::chrono::microseconds(10);
+        continue;
+      }
+      std::this_thread::sleep_for(idle);
+      idle = std::min(idle * 2, std::chrono::microseconds(500));
+    }
+  }
+};
+
+MpiOrderedChannels::MpiOrderedChannels(MPI_Comm comm) : st_(std::make_shared<State>()) {
+  st_->comm = comm;
+  int size = 1;
+  MPI_Comm_rank(comm, &st_->me);
+  MPI_Comm_size(comm, &size);
+  st_->peers.resize(size);
+}
+
+MpiOrderedChannels::~MpiOrderedChannels() {
+  if (!th_.joinable()) return;
+  bool busy;
+  {
+    std::lock_guard<std::mutex> g(st_->m);
+    st_->stop = true;
+    busy = st_->busy();
+  }
+  // A run that failed leaves transfers that never end: the process is
+  // about to abort every rank, so the thread is left to it (it holds the state).
+  if (busy) th_.detach();
+  else th_.join();
+}
+
+void MpiOrderedChannels::start(const std::vector<int>& sends_to, const std::vector<int>& receives_from) {
+  finish();
+  std::lock_guard<std::mutex> g(st_->m);
+  const int R = static_cast<int>(st_->peers.size());
+  if (static_cast<int>(sends_to.size()) != R || static_cast<int>(receives_from.size()) != R)
+    throw std::logic_error("MpiOrderedChannels::start: one count per rank");
+  st_->peers.assign(R, Peer{});
+  for (int r = 0; r < R; ++r) {
+    st_->peers[r].sends_left = sends_to[r];
+    st_->peers[r].announcements_left = st_->peers[r].receives_left = receives_from[r];
+  }
+  st_->stop = false;
+  st_->error.clear();
+  th_ = std::thread([s = st_] { s->loop(); });
+}
+
+void MpiOrderedChannels::send(int dst, std::int64_t msg, const void* ptr, std::size_t bytes, std::function<void()> done) {
+  std::lock_guard<std::mutex> g(st_->m);
+  Peer& p = st_->peers.at(dst);
+  p.queue.push_back({p.send_order.next(msg), msg, ptr, bytes, std::move(done)});
+}
+
+void MpiOrderedChannels::receive(int src, std::int64_t msg, void* ptr, std::size_t bytes, std::function<void()> done) {
+  std::lock_guard<std::mutex> g(st_->m);
+  st_->peers.at(src).buffers[msg] = {ptr, bytes, std::move(done)};
+}
+
+void MpiOrderedChannels::finish() {
+  if (!th_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> g(st_->m);
+    st_->stop = true;
+  }
+  th_.join();
+}
+
+std::string MpiOrderedChannels::error() const {
+  std::lock_guard<std::mutex> g(st_->m);
+  return st_->error;
+}
+
+MPI_Comm ordered_channels_comm() {
+  static MPI_Comm comm = [] {
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    return c;
+  }();
+  return comm;
+}
+
+}  // namespace rrfp

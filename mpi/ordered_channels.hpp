@@ -1,0 +1,51 @@
+// Ordered channels between ranks over MPI (`--rank-transport ordered`):
+// the transfer design NCCL needs (comm/edge_order.hpp, docs/gpu.md,
+// "Ordered channels"), run on CPUs with MPI as the wire. Every message of a
+// directed rank pair is sent with one tag, so MPI pairs the k-th send with
+// the k-th receive exactly as NCCL pairs the calls of a communicator: a
+// receive posted for the wrong message would get the wrong bytes (the
+// bench's payload check fails the run). Per pair, one send and one receive
+// in flight at a time, in sequence order (a stream per communicator); the
+// sender announces "send k carries message X, B bytes" with a second tag,
+// and the receiver releases its k-th receive only when it knows that.
+//
+// One progress thread per run drives every pair with non-blocking calls
+// and backs off when idle (two cores: a spinning thread would take one).
+#pragma once
+
+#include <memory>
+#include <thread>
+
+#include <mpi.h>
+
+#include "runtime/rank_transport.hpp"
+
+namespace rrfp {
+
+class MpiOrderedChannels final : public MessageChannels {
+ public:
+  // `comm`: a communicator of every rank that no one else sends on with
+  // our tags (a duplicate of MPI_COMM_WORLD).
+  explicit MpiOrderedChannels(MPI_Comm comm);
+  ~MpiOrderedChannels() override;
+  MpiOrderedChannels(const MpiOrderedChannels&) = delete;
+  MpiOrderedChannels& operator=(const MpiOrderedChannels&) = delete;
+
+  void start(const std::vector<int>& sends_to, const std::vector<int>& receives_from) override;
+  void send(int dst, std::int64_t msg, const void* ptr, std::size_t bytes, std::function<void()> done) override;
+  void receive(int src, std::int64_t msg, void* ptr, std::size_t bytes, std::function<void()> done) override;
+  void finish() override;
+  std::string error() const override;
+
+  struct State;  // shared with the progress thread (mpi/ordered_channels.cpp)
+
+ private:
+  std::shared_ptr<State> st_;
+  std::thread th_;
+};
+
+// The duplicate of MPI_COMM_WORLD the channels use, made on first use
+// (collective: every rank's first ordered run calls it).
+MPI_Comm ordered_channels_comm();
+
+}  // namespace rrfp
