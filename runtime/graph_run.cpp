@@ -340,11 +340,12 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       const int h = sub->arrival_args[node].handle;
       if (h < 0 || sub->arrival_args[node].fired.load()) continue;
       const HandleSpec& hs = plan.handles[h];
-      const std::string who = node < tasks                 ? member_task_name(g.label(node % n), node / n, T)
-                              : plan.is_channel_node(node) ? std::string("a channel's receive")
-                                                           : fmt::format("link node {}", node);
-      out += fmt::format("\n  {} waits for {}(stage {}, mb {}, member {}) from rank {}", who,
-                         handle_kind_name(hs.kind), hs.stage, hs.mb, hs.member, rank_of_handle(h));
+      const int reader = plan.is_channel_node(node) ? plan.channels[(node - plan.send_node(0)) / 2].consumer : node;
+      const std::string who = reader < tasks ? member_task_name(g.label(reader % n), reader / n, T)
+                                             : fmt::format("link node {}", node);
+      const char* through = plan.is_channel_node(node) ? " (ordered channel)" : "";
+      out += fmt::format("\n  {} waits for {}(stage {}, mb {}, member {}) from rank {}{}", who,
+                         handle_kind_name(hs.kind), hs.stage, hs.mb, hs.member, rank_of_handle(h), through);
       ++listed;
     }
     return out;

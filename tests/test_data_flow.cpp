@@ -19,27 +19,55 @@
 namespace rrfp {
 namespace {
 
-// Dependencies among member tasks, links collapsed into their consumer.
+// The member tasks node `d` waits for: a link for what it waits for, a
+// channel's receive for its send (the wire orders them, not StarPU).
+void collect(const DataPlan& p, const std::vector<std::vector<int>>& deps, int d, std::set<int>& out) {
+  if (d < p.tasks()) {
+    out.insert(d);
+    return;
+  }
+  if (p.is_channel_node(d) && (d - p.send_node(0)) % 2 == 1) return collect(p, deps, d - 1, out);
+  for (int x : deps[d]) collect(p, deps, x, out);
+}
+
+// Dependencies among member tasks, links and channels collapsed into their consumer.
 std::vector<std::set<int>> task_deps(const DataPlan& p, const std::vector<std::vector<int>>& deps) {
-  const int tasks = p.n * p.tp;
-  std::vector<std::set<int>> out(tasks);
-  for (int mt = 0; mt < tasks; ++mt)
-    for (int d : deps[mt]) {
-      if (d < tasks) out[mt].insert(d);
-      else
-        for (int x : deps[d]) out[mt].insert(x);  // a link waits for the producer only
-    }
+  std::vector<std::set<int>> out(p.tasks());
+  for (int mt = 0; mt < p.tasks(); ++mt)
+    for (int d : deps[mt]) collect(p, deps, d, out[mt]);
   return out;
 }
 
-void expect_edges_are_data(const Hint& h, int T, bool commute, bool strict, double link) {
+// `ranks` > 1: the slots split evenly over that many ranks, and messages
+// between them go through channels (DataPlanOptions::channel_rank).
+void expect_edges_are_data(const Hint& h, int T, bool commute, bool strict, double link, int ranks = 1) {
   const TaskGraph& g = *h.graph;
   DataPlanOptions o;
   o.tensor_parallel = T;
   o.commute = commute;
   o.epilogues = true;
   if (link > 0) o.link_delay_s = [link](int, int) { return link; };
+  const int slots = h.devices() * T;
+  auto rank_of = [=](int slot) { return slot * ranks / slots; };
+  if (ranks > 1) o.channel_rank = rank_of;
   const DataPlan p = plan_data(g, o);
+  if (ranks > 1) {
+    // No node touches a message of another rank (accumulators of a stage's
+    // copies still do: StarPU-MPI moves them), and each message that
+    // crosses ranks is one channel.
+    for (int node = 0; node < p.nodes(); ++node)
+      for (const AccessSpec& a : p.access[node])
+        if (const HandleKind k = p.handles[a.handle].kind; k == HandleKind::Activation || k == HandleKind::Gradient) {
+          EXPECT_EQ(rank_of(p.handles[a.handle].slot), rank_of(p.slot[node])) << h.name << " node " << node;
+        }
+    int crossing = 0;
+    for (int mt = 0; mt < p.tasks(); ++mt)
+      for (int pr : g.preds(mt % p.n))
+        crossing += rank_of(g.task(pr).device * T + mt / p.n) != rank_of(p.slot[mt]) &&
+                    g.task(pr).stage != g.task(mt % p.n).stage;
+    EXPECT_EQ(static_cast<int>(p.channels.size()), crossing) << h.name;
+    for (const ChannelSpec& c : p.channels) EXPECT_NE(c.src_rank, c.dst_rank);
+  }
   std::vector<int> order = strict ? strict_submission_order(h) : g.topological_order();
   if (order.empty()) order = g.topological_order();
   const auto deps = implied_dependencies(p, order);
@@ -89,6 +117,7 @@ TEST(DataFlow, EveryEdgeIsADataAccessForEveryHint) {
         for (bool strict : {false, true}) {
           expect_edges_are_data(h, T, !strict, strict, 0);
           expect_edges_are_data(h, T, !strict, strict, 0.001);
+          for (int ranks : {2, 4}) expect_edges_are_data(h, T, !strict, strict, 0.001, ranks);
         }
     }
 }

@@ -5,8 +5,8 @@
 #   fail: a task throws on rank 1; rank 1 reports it and MPI_Abort()s.
 #   hang: a task on rank 1 never returns; rank 0's watchdog sees no progress
 #         for RRFP_MPI_TIMEOUT_S and MPI_Abort()s (no launcher help).
-# Usage: fault_check.sh kill|fail|hang MPIRUN CHECK
-kind=$1 mpirun=$2 check=$3
+# Usage: fault_check.sh kill|fail|hang MPIRUN CHECK [TRANSPORT]
+kind=$1 mpirun=$2 check=$3 transport=${4:-starpu-mpi}
 out=$(mktemp)
 case $kind in
   kill) var=RRFP_MPI_KILL_TASK ;;
@@ -17,7 +17,7 @@ esac
 # 1F5: the forward of microbatch 5 on stage 1 (rank 1), mid-run; unit 20 ms.
 start=$(date +%s)
 env $var=1F5 RRFP_MPI_TIMEOUT_S=3 timeout 30 "$mpirun" --oversubscribe -np 2 -x $var -x RRFP_MPI_TIMEOUT_S \
-  "$check" 1f1b 2 12 1 20 0 none >"$out" 2>&1
+  "$check" 1f1b 2 12 1 20 0 none "$transport" >"$out" 2>&1
 rc=$?
 elapsed=$(( $(date +%s) - start ))
 cat "$out"

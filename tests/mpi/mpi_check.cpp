@@ -31,7 +31,7 @@ using namespace rrfp;
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY] [starpu-mpi|ordered]\n", argv[0]);
     return 2;
   }
   HintParams p;
@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   c.link_ms = argc > 6 ? std::atof(argv[6]) : 0;
   c.link_jitter = c.link_ms > 0 ? 0.5 : 0;
   c.var = parse_variability(argc > 7 ? argv[7] : "lognormal:0.3");
+  if (argc > 8 && std::string(argv[8]) == "ordered") mo.transport = RankTransportKind::Ordered;
   try {
     Hint h = make_hint(argv[1], p);
     const TaskGraph& g = *h.graph;
