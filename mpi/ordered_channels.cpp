@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -53,6 +54,7 @@ struct MpiOrderedChannels::State {
   MPI_Comm comm;
   int me = 0;
   mutable std::mutex m;
+  std::condition_variable work;  // a send or a receive buffer came: no need to wait out the back-off
   std::vector<Peer> peers;
   bool stop = false;
   std::string error;
@@ -139,19 +141,26 @@ struct MpiOrderedChannels::State {
     auto idle = std::chrono::microseconds(10);
     for (;;) {
       std::vector<std::function<void()>> done;
-      bool moved;
+      bool moved, moving = false;
       {
         std::lock_guard<std::mutex> g(m);
         if (stop && !busy()) return;
         moved = step(done);
+        for (const Peer& p : peers) moving = moving || p.sending || p.receiving;
       }
       for (auto& f : done) f();  // ends tasks: outside the lock
-      if (moved) {
+      if (moved || moving) {
+        // A message on the wire moves only while someone calls MPI (a
+        // large one in many fragments): no sleep until it is through.
+        if (!moved) std::this_thread::yield();
         idle = std::chrono::microseconds(10);
         continue;
       }
-      std::this_thread::sleep_for(idle);
-      idle = std::min(idle * 2, std::chrono::microseconds(500));
+      {
+        std::unique_lock<std::mutex> lk(m);
+        work.wait_for(lk, idle);
+      }
+      idle = std::min(idle * 2, std::chrono::microseconds(200));
     }
   }
 };
@@ -198,11 +207,13 @@ void MpiOrderedChannels::send(int dst, std::int64_t msg, const void* ptr, std::s
   std::lock_guard<std::mutex> g(st_->m);
   Peer& p = st_->peers.at(dst);
   p.queue.push_back({p.send_order.next(msg), msg, ptr, bytes, std::move(done)});
+  st_->work.notify_one();
 }
 
 void MpiOrderedChannels::receive(int src, std::int64_t msg, void* ptr, std::size_t bytes, std::function<void()> done) {
   std::lock_guard<std::mutex> g(st_->m);
   st_->peers.at(src).buffers[msg] = {ptr, bytes, std::move(done)};
+  st_->work.notify_one();
 }
 
 void MpiOrderedChannels::finish() {

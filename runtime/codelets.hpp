@@ -38,8 +38,9 @@ void release_task_body(void** buffers, void* cl_arg);
 void channel_task_body(void** buffers, void* cl_arg);  // cl_arg: ChannelArg
 // Ends a task held by an end dependency (a link, a channel's send or
 // receive) from a tiny task on a worker: policies such as dmda need the
-// held task to terminate on a worker.
-void end_on_a_worker(starpu_task* held);
+// held task to terminate on a worker. A channel's at STARPU_MAX_PRIO:
+// the rrfp policies then run it before the device's next pass.
+void end_on_a_worker(starpu_task* held, int priority = 0);
 // Epilogue callbacks of passes and epilogue tasks: they record the task's
 // end when StarPU saw it end (on a CUDA worker, when its GPU work is done:
 // STARPU_CUDA_ASYNC), before StarPU releases the tasks that depend on it.

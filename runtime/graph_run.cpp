@@ -48,7 +48,7 @@ void input_arrived(void* arg) {
 struct Submission {
   DataPlan plan;
   std::unique_ptr<RunState> run = std::make_unique<RunState>();
-  LinkThread link{end_on_a_worker};
+  LinkThread link{[](starpu_task* t) { end_on_a_worker(t); }};
   std::unique_ptr<DecisionChannel> decisions;
   std::vector<std::vector<unsigned char>> bytes;  // per handle owned here
   std::vector<std::uint64_t> words;               // per ordering handle owned here
@@ -320,7 +320,9 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       submit(node, link_codelet(), &sub->link_args[node - tasks], 0, 0);
     } else if (plan.is_channel_node(node)) {
       const int i = node - plan.send_node(0);
-      submit(node, i % 2 == 0 ? channel_send_codelet() : channel_receive_codelet(), &sub->channel_args[i], 0, 0);
+      // Top priority: the rrfp policies run it before the device's next pass.
+      submit(node, i % 2 == 0 ? channel_send_codelet() : channel_receive_codelet(), &sub->channel_args[i],
+             STARPU_MAX_PRIO, 0);
     } else {
       // Grouped (an asynchronous stage's update, or an install of its
       // weights): the rrfp policies run it before its device's next pass

@@ -64,11 +64,12 @@ void link_task_body(void** /*buffers*/, void* cl_arg) {
 
 void release_task_body(void** /*buffers*/, void* cl_arg) { starpu_task_end_dep_release(static_cast<starpu_task*>(cl_arg)); }
 
-void end_on_a_worker(starpu_task* held) {
+void end_on_a_worker(starpu_task* held, int priority) {
   starpu_task* r = starpu_task_create();
   r->cl = release_codelet();
   r->cl_arg = held;
   r->destroy = 1;
+  r->priority = priority;
   if (starpu_task_submit(r) != 0) starpu_task_end_dep_release(held);  // StarPU is going down: from here then
 }
 
@@ -77,12 +78,12 @@ void channel_task_body(void** buffers, void* cl_arg) {
   void* ptr = reinterpret_cast<void*>(STARPU_VECTOR_GET_PTR(buffers[0]));
   const std::size_t bytes = STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
   if (a->send) {
-    a->channels->send(a->peer, a->msg, ptr, bytes, [a] { end_on_a_worker(a->task); });
+    a->channels->send(a->peer, a->msg, ptr, bytes, [a] { end_on_a_worker(a->task, STARPU_MAX_PRIO); });
     return;
   }
   a->channels->receive(a->peer, a->msg, ptr, bytes, [a] {
     if (a->arrived) a->arrived(a->arrival);
-    end_on_a_worker(a->task);
+    end_on_a_worker(a->task, STARPU_MAX_PRIO);
   });
 }
 

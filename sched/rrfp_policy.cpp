@@ -91,10 +91,13 @@ void lock_relaxed(State& s) {
   starpu_worker_relax_off();
 }
 
-// An asynchronous stage's update (rrfp_sched_config::update_codelet) or
-// an install of its weights elsewhere (install_codelet).
+// An asynchronous stage's update (rrfp_sched_config::update_codelet), an
+// install of its weights elsewhere (install_codelet), or any task at
+// STARPU_MAX_PRIO (a channel's send or receive between ranks: a message
+// must not wait for its device to run out of passes).
 bool urgent(const State& s, const starpu_task* task) {
-  return s.update_group > 0 && (task->cl == s.update_codelet || (s.install_codelet && task->cl == s.install_codelet));
+  return task->priority == STARPU_MAX_PRIO ||
+         (s.update_group > 0 && (task->cl == s.update_codelet || (s.install_codelet && task->cl == s.install_codelet)));
 }
 
 int push_task(starpu_task* task) {
