@@ -31,6 +31,7 @@ struct BenchArgs {
   int slack = -1, iterations = 1;
   int devices_per_rank = 1;  // under mpirun/srun (docs/mpi.md)
   std::string rank_transport = "starpu-mpi";
+  const CLI::Option* rank_transport_flag = nullptr;
   bool cuda = false;         // devices are CUDA workers (docs/gpu.md)
   bool check_sim = false;    // replay each iteration in the simulator (sim/decision_check.hpp)
   double message_mb = 4.0 / 1024;  // every activation and gradient handle: 4 KiB
@@ -62,7 +63,7 @@ void run(const BenchArgs& a) {
   cfg.exec.task_hook = fault_hook_from_env(hint);
   cfg.check_decisions = a.check_sim;
   if (a.check_sim && mpi) throw SpecError("--check-sim replays one process's arbiter: run it without mpirun");
-  const RankTransportKind transport = rank_transport_from_flag(a.rank_transport, mpi);
+  const RankTransportKind transport = rank_transport_from_flag(a.rank_transport, mpi, a.rank_transport_flag);
   if (mpi) {
     MpiOptions mo;
     mo.devices_per_rank = a.devices_per_rank;
@@ -146,7 +147,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--policy", a->policy, "override STARPU_SCHED");
   cmd->add_option("--devices-per-rank", a->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();
-  add_rank_transport_flag(cmd, &a->rank_transport);
+  a->rank_transport_flag = add_rank_transport_flag(cmd, &a->rank_transport);
   cmd->add_option("--tensor-parallel", a->tensor_parallel,
                   "split each device's tasks over T workers with all-reduces inside F and B (docs/tensor-parallel.md)")
       ->capture_default_str();

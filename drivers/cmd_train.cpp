@@ -77,7 +77,7 @@ void add_train_command(CLI::App& app) {
   c->add_option("--devices-per-rank", o->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();
   auto transport = std::make_shared<std::string>("starpu-mpi");
-  add_rank_transport_flag(c, transport.get());
+  auto* transport_flag = add_rank_transport_flag(c, transport.get());
   auto* inflight = c->add_option("--inflight-slack", o->inflight_slack,
                                  "rrfp policies: raise each device's in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
   c->add_option("--async", o->async_mode,
@@ -100,7 +100,7 @@ void add_train_command(CLI::App& app) {
   c->add_option("--link-ms", o->link_ms, "emulated delay of every message between devices (ms; reorders arrivals)")
       ->capture_default_str();
   c->add_option("--link-jitter", o->link_jitter, "relative jitter of --link-ms, in [0,1)")->capture_default_str();
-  c->callback([o, transport, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, accumulate, directions,
+  c->callback([o, transport, transport_flag, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, accumulate, directions,
                c] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
     if (directions->count() > 0 && o->async_mode != "amdp") throw SpecError("--directions needs --async amdp");
@@ -132,7 +132,7 @@ void add_train_command(CLI::App& app) {
     o->fail_step = fail_step_from_env();
     o->mpi_timeout_s = mpi_timeout_from_env();
     o->multi_rank = launched_under_mpi();
-    o->ordered_channels = rank_transport_from_flag(*transport, o->multi_rank) == RankTransportKind::Ordered;
+    o->ordered_channels = rank_transport_from_flag(*transport, o->multi_rank, transport_flag) == RankTransportKind::Ordered;
     if (inflight->count() == 0) o->inflight_slack = inflight_slack_from_env();
     if (o->multi_rank && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
     // The BLAS decides the speed of every pass (docs/training.md): say which one runs.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -203,8 +204,20 @@ void MpiOrderedChannels::start(const std::vector<int>& sends_to, const std::vect
   th_ = std::thread([s = st_] { s->loop(); });
 }
 
+namespace {
+// MPI counts are ints: a bigger message would be cut. The watchdog stops the run with the error.
+bool too_big(MpiOrderedChannels::State& st, std::int64_t msg, std::size_t bytes) {
+  if (bytes <= static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
+  if (st.error.empty())
+    st.error = fmt::format("rank {}: message {} has {} bytes; ordered channels move at most {} bytes per message", st.me,
+                           msg, bytes, std::numeric_limits<int>::max());
+  return true;
+}
+}  // namespace
+
 void MpiOrderedChannels::send(int dst, std::int64_t msg, const void* ptr, std::size_t bytes, std::function<void()> done) {
   std::lock_guard<std::mutex> g(st_->m);
+  if (too_big(*st_, msg, bytes)) return;
   Peer& p = st_->peers.at(dst);
   p.queue.push_back({p.send_order.next(msg), msg, ptr, bytes, std::move(done)});
   st_->work.notify_one();
@@ -212,6 +225,7 @@ void MpiOrderedChannels::send(int dst, std::int64_t msg, const void* ptr, std::s
 
 void MpiOrderedChannels::receive(int src, std::int64_t msg, void* ptr, std::size_t bytes, std::function<void()> done) {
   std::lock_guard<std::mutex> g(st_->m);
+  if (too_big(*st_, msg, bytes)) return;
   st_->peers.at(src).buffers[msg] = {ptr, bytes, std::move(done)};
   st_->work.notify_one();
 }
