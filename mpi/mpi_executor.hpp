@@ -28,6 +28,7 @@
 namespace rrfp {
 
 class MpiTpComm;
+class MessageChannels;
 
 // How messages between ranks travel (docs/mpi.md, "Rank transports").
 enum class RankTransportKind {
@@ -40,6 +41,7 @@ struct MpiOptions {
   double timeout_s = 0;      // no progress on a rank for this long: failed; 0 = ExecOptions::stall_timeout_s
   MpiTpComm* tp_comm = nullptr;  // opened and closed around the run (mpi/mpi_tp_comm.hpp)
   RankTransportKind transport = RankTransportKind::StarpuMpi;
+  MessageChannels* channels = nullptr;  // Ordered: these instead of the process's own (tests: a wrong design)
 };
 
 struct MpiExecResult {

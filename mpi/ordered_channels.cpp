@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "comm/edge_order.hpp"
+#include "mpi/mpi_session.hpp"
 
 namespace rrfp {
 
@@ -44,15 +45,18 @@ struct Peer {
   std::map<std::int64_t, std::int64_t> announced_bytes;  // msg -> bytes
   std::deque<std::pair<std::int64_t, std::int64_t>> releasable;  // (seq, msg), in order
   std::map<std::int64_t, In> buffers;                            // msg -> its receive's buffer
+  std::deque<std::int64_t> buffer_order;                         // msgs, as their buffers came (Receive::BufferOrder)
   std::int64_t announce_in[3] = {0, 0, 0};
   MPI_Request announce_req = MPI_REQUEST_NULL, recv_req = MPI_REQUEST_NULL;
   bool receiving = false;
+  std::int64_t receiving_into = -1;  // the message whose buffer the receive in flight fills
   int announcements_left = 0, receives_left = 0;
 };
 }  // namespace
 
 struct MpiOrderedChannels::State {
   MPI_Comm comm;
+  Receive receive = Receive::Announced;
   int me = 0;
   mutable std::mutex m;
   std::condition_variable work;  // a send or a receive buffer came: no need to wait out the back-off
@@ -104,19 +108,24 @@ struct MpiOrderedChannels::State {
           moved = true;
         }
       }
-      // The next receive in sequence order, once its task gave a buffer.
+      // The next receive in sequence order, once its task gave a buffer
+      // (the wrong design: into the oldest buffer given, whatever it is for).
       if (!p.receiving && !p.releasable.empty()) {
         const std::int64_t msg = p.releasable.front().second;
-        auto it = p.buffers.find(msg);
-        if (it != p.buffers.end()) {
+        std::int64_t target = -1;
+        if (receive == Receive::Announced && p.buffers.count(msg)) target = msg;
+        if (receive == Receive::BufferOrder && !p.buffer_order.empty()) target = p.buffer_order.front();
+        if (target >= 0) {
+          const In& in = p.buffers[target];
           const std::int64_t bytes = p.announced_bytes[msg];
-          if (bytes != static_cast<std::int64_t>(it->second.bytes)) {
+          if (bytes != static_cast<std::int64_t>(in.bytes)) {
             if (error.empty())
               error = fmt::format("rank {}: message {} from rank {} has {} bytes, its receive expects {}", me, msg, r,
-                                  bytes, it->second.bytes);
+                                  bytes, in.bytes);
             continue;
           }
-          MPI_Irecv(it->second.ptr, static_cast<int>(bytes), MPI_BYTE, r, kDataTag, comm, &p.recv_req);
+          MPI_Irecv(in.ptr, static_cast<int>(bytes), MPI_BYTE, r, kDataTag, comm, &p.recv_req);
+          p.receiving_into = target;
           p.receiving = moved = true;
         }
       }
@@ -124,10 +133,12 @@ struct MpiOrderedChannels::State {
         int flag = 0;
         MPI_Test(&p.recv_req, &flag, MPI_STATUS_IGNORE);
         if (flag) {
-          const std::int64_t msg = p.releasable.front().second;
-          done.push_back(std::move(p.buffers[msg].done));
-          p.buffers.erase(msg);
-          p.announced_bytes.erase(msg);
+          const std::int64_t target = p.receiving_into;
+          done.push_back(std::move(p.buffers[target].done));
+          p.buffers.erase(target);
+          if (auto it = std::find(p.buffer_order.begin(), p.buffer_order.end(), target); it != p.buffer_order.end())
+            p.buffer_order.erase(it);
+          p.announced_bytes.erase(p.releasable.front().second);
           p.releasable.pop_front();
           p.receiving = false;
           --p.receives_left;
@@ -166,8 +177,9 @@ struct MpiOrderedChannels::State {
   }
 };
 
-MpiOrderedChannels::MpiOrderedChannels(MPI_Comm comm) : st_(std::make_shared<State>()) {
+MpiOrderedChannels::MpiOrderedChannels(MPI_Comm comm, Receive receive) : st_(std::make_shared<State>()) {
   st_->comm = comm;
+  st_->receive = receive;
   int size = 1;
   MPI_Comm_rank(comm, &st_->me);
   MPI_Comm_size(comm, &size);
@@ -227,6 +239,7 @@ void MpiOrderedChannels::receive(int src, std::int64_t msg, void* ptr, std::size
   std::lock_guard<std::mutex> g(st_->m);
   if (too_big(*st_, msg, bytes)) return;
   st_->peers.at(src).buffers[msg] = {ptr, bytes, std::move(done)};
+  st_->peers.at(src).buffer_order.push_back(msg);
   st_->work.notify_one();
 }
 
@@ -247,6 +260,7 @@ std::string MpiOrderedChannels::error() const {
 MPI_Comm ordered_channels_comm() {
   static MPI_Comm comm = [] {
     MPI_Comm c;
+    (void)mpi_world();  // MPI initialised first
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     return c;
   }();

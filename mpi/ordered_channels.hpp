@@ -24,9 +24,15 @@ namespace rrfp {
 
 class MpiOrderedChannels final : public MessageChannels {
  public:
+  // Which message a receive is posted for. Announced: the design.
+  // BufferOrder: the k-th receive into the k-th buffer a receive task
+  // handed over, whatever the sender announced: a wrong design, for the
+  // test that proves the wire pairs calls by order as NCCL does (the
+  // bytes land in the wrong message and its consumer says so).
+  enum class Receive { Announced, BufferOrder };
   // `comm`: a communicator of every rank that no one else sends on with
   // our tags (a duplicate of MPI_COMM_WORLD).
-  explicit MpiOrderedChannels(MPI_Comm comm);
+  explicit MpiOrderedChannels(MPI_Comm comm, Receive receive = Receive::Announced);
   ~MpiOrderedChannels() override;
   MpiOrderedChannels(const MpiOrderedChannels&) = delete;
   MpiOrderedChannels& operator=(const MpiOrderedChannels&) = delete;

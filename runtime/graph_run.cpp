@@ -189,10 +189,11 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   GraphRunOutcome out;
   for (int mt = 0; mt < tasks; ++mt)
     if (plan.msg_in[mt] >= 0) {
-      const int from = plan.handles[plan.msg_in[mt]].slot / T, to = g.task(mt % n).device;
+      // The message itself (through a channel, the consumer reads a copy).
+      const int c = plan.channel_in[mt], msg = c >= 0 ? plan.channels[c].message : plan.msg_in[mt];
+      const int from = plan.handles[msg].slot / T, to = g.task(mt % n).device;
       if (from != to && mt < n) ++out.transfers;
-      if (L.rank_of_slot(plan.handles[plan.msg_in[mt]].slot) != L.rank_of_slot(plan.slot[mt]))
-        ++out.rank_messages;
+      if (L.rank_of_slot(plan.handles[msg].slot) != L.rank_of_slot(plan.slot[mt])) ++out.rank_messages;
     }
   for (auto h : sub->handle) out.data_handles += h != nullptr;
 

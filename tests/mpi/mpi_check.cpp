@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,6 +23,7 @@
 #include "mpi/mpi_comm.hpp"
 #include "mpi/mpi_executor.hpp"
 #include "mpi/mpi_session.hpp"
+#include "mpi/ordered_channels.hpp"
 #include "runtime/fault_hook.hpp"
 #include "runtime/payload.hpp"
 
@@ -31,7 +33,7 @@ using namespace rrfp;
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY] [starpu-mpi|ordered]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY] [starpu-mpi|ordered|ordered-wrong]\n", argv[0]);
     return 2;
   }
   HintParams p;
@@ -44,7 +46,13 @@ int main(int argc, char** argv) {
   c.link_ms = argc > 6 ? std::atof(argv[6]) : 0;
   c.link_jitter = c.link_ms > 0 ? 0.5 : 0;
   c.var = parse_variability(argc > 7 ? argv[7] : "lognormal:0.3");
-  if (argc > 8 && std::string(argv[8]) == "ordered") mo.transport = RankTransportKind::Ordered;
+  if (argc > 8 && std::string(argv[8]).rfind("ordered", 0) == 0) mo.transport = RankTransportKind::Ordered;
+  // ordered-wrong: receives posted into buffers in the order they came, not by announcement: must fail.
+  std::unique_ptr<MpiOrderedChannels> wrong;
+  if (argc > 8 && std::string(argv[8]) == "ordered-wrong") {
+    wrong = std::make_unique<MpiOrderedChannels>(ordered_channels_comm(), MpiOrderedChannels::Receive::BufferOrder);
+    mo.channels = wrong.get();
+  }
   try {
     Hint h = make_hint(argv[1], p);
     const TaskGraph& g = *h.graph;
