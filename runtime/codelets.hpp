@@ -1,6 +1,7 @@
 // The codelets of a run, one per pass kind (F, B, W, BW), the link task of
-// an emulated wire, the send and receive of an ordered channel between ranks, the per-stage epilogue (training's optimizer step) and
-// the install of its weights on other ranks (AMDP). All take a variable
+// an emulated wire, the send and receive of an ordered channel between
+// ranks, the per-stage epilogue (training's optimizer step) and the
+// install of its weights on other ranks (AMDP). All take a variable
 // number of buffers (modes set per task, data_plan.hpp) and carry a
 // history-based performance model keyed by stage and message size
 // (footprint), under the symbols rrfp_F, rrfp_B, rrfp_W, rrfp_BW,

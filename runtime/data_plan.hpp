@@ -158,9 +158,9 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
 
 // The order the submitter hands the nodes to StarPU, from an order of graph
 // ids: every member of each id in turn, a task's channel (send, receive)
-// and link just before it; the
-// epilogues last, or (grouped) each right after the last accumulator write
-// of its group, each followed by its installs, the ids sorted by group first (stable: within a group the
+// and link just before it; the epilogues last, or (grouped) each right
+// after the last accumulator write of its group, each followed by its
+// installs, the ids sorted by group first (stable: within a group the
 // given order stays, and every edge joins tasks of one microbatch).
 std::vector<int> submission_nodes(const DataPlan& plan, std::vector<int> order);
 
