@@ -96,8 +96,9 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   if (mopt.tp_comm) mopt.tp_comm->open();
   // The policy maps every slot to a worker; another rank's slots have
   // none here (RRFP_REMOTE_WORKER), so nothing ever pops for them.
-  MessageChannels* channels = mopt.channels ? mopt.channels : ordered_channels();
-  StarpuMpiTransport transport(mopt.transport == RankTransportKind::Ordered ? channels : nullptr);
+  MessageChannels* channels = nullptr;  // StarPU-MPI moves the messages
+  if (mopt.transport == RankTransportKind::Ordered) channels = mopt.channels ? mopt.channels : ordered_channels();
+  StarpuMpiTransport transport(channels);
   GraphRunSpec spec(hint, body, opt, plan, RankLayout{me, R, K, &transport});
   spec.worker_of_slot.assign(D * T, RRFP_REMOTE_WORKER);
   for (int i = 0; i < K; ++i) spec.worker_of_slot[me * K + i] = local_worker[i];

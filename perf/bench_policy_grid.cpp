@@ -41,12 +41,13 @@ struct Options {
 
 struct Policy {
   std::string name;  // rrfp-fixed, rrfp, rrfp-wait
-  double ratio = kDefaultWaitRatio, horizon = kDefaultWaitHorizon;
+  WaitRule wait{};
   bool again = false;  // the A/A column: rrfp-fixed run a second time
   std::string label() const {
     if (again) return "fixed-again";
     if (name != "rrfp-wait") return name;
-    return horizon == kDefaultWaitHorizon ? fmt::format("wait{}", ratio) : fmt::format("wait{}h{}", ratio, horizon);
+    return wait.horizon == kDefaultWaitHorizon ? fmt::format("wait{}", wait.ratio)
+                                               : fmt::format("wait{}h{}", wait.ratio, wait.horizon);
   }
 };
 
@@ -80,8 +81,7 @@ Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack
     sc.cost = cost_of(o, v, split, seed);
     sc.mode = parse_mode(p.name);
     sc.inflight_slack = slack;
-    sc.wait_ratio = p.ratio;
-    sc.wait_horizon = p.horizon;
+    sc.wait = p.wait;
     ScenarioResult r = run_scenario(h, sc);
     if (!r.sim.complete) throw ExecError(fmt::format("{} did not complete:\n{}", h.name, r.sim.stuck));
     return {r.sim.makespan, r.lb.bound};
@@ -90,8 +90,7 @@ Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack
   cfg.cost = cost_of(o, v, split, seed);
   cfg.exec.inflight_slack = slack;
   cfg.exec.policy = p.name;
-  cfg.exec.wait_ratio = p.ratio;
-  cfg.exec.wait_horizon = p.horizon;
+  cfg.exec.wait = p.wait;
   BenchReport r = run_bench(h, cfg);
   return {r.makespan_s, r.lower_bound_s};
 }
@@ -124,8 +123,8 @@ int main(int argc, char** argv) {
 
   std::vector<Policy> pol = {{"rrfp-fixed"}, {"rrfp"}};
   for (double r : o.wait_ratios)
-    for (double hz : o.wait_horizons) pol.push_back({"rrfp-wait", r, hz});
-  if (o.null_column) pol.push_back({"rrfp-fixed", kDefaultWaitRatio, kDefaultWaitHorizon, true});
+    for (double hz : o.wait_horizons) pol.push_back({"rrfp-wait", {r, hz}});
+  if (o.null_column) pol.push_back({"rrfp-fixed", {}, true});
   fmt::print("backend {}, {} stages, {} microbatches, unit {} ms, seeds {}..{}; per cell: median over seeds of "
              "fixed/policy, mean of policy/LB\n",
              o.backend, o.stages, o.microbatches, o.unit_ms, o.first_seed, o.first_seed + o.seeds - 1);

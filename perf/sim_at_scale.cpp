@@ -26,7 +26,8 @@ using namespace rrfp;
 int main(int argc, char** argv) {
   std::string traces = "perf/traces", png;
   int seeds = 5, first_seed = 2000;
-  double link_ms = 1.0, jitter = 0.9, wait_ratio = kDefaultWaitRatio, wait_horizon = kDefaultWaitHorizon;
+  double link_ms = 1.0, jitter = 0.9;
+  WaitRule wait;
   std::vector<int> stages = {8, 16, 32, 64, 128};
   CLI::App app{"fixed-order / readiness-first at 8..128 stages on trace-driven workloads (issue 16)"};
   app.add_option("--traces", traces, "directory of the recorded traces")->capture_default_str();
@@ -36,8 +37,8 @@ int main(int argc, char** argv) {
   app.add_option("--link-jitter", jitter, "relative link jitter, in [0,1)")->capture_default_str();
   app.add_option("--stages", stages, "pipeline depths")->delimiter(',');
   app.add_option("--png", png, "draw the chart");
-  app.add_option("--wait-ratio", wait_ratio, "rrfp-wait's ratio")->capture_default_str();
-  app.add_option("--wait-horizon", wait_horizon, "rrfp-wait's horizon")->capture_default_str();
+  app.add_option("--wait-ratio", wait.ratio, "rrfp-wait's ratio")->capture_default_str();
+  app.add_option("--wait-horizon", wait.horizon, "rrfp-wait's horizon")->capture_default_str();
   std::vector<std::string> only;
   app.add_option("--only", only, "only these workloads (NAME:HINT)")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
@@ -73,8 +74,7 @@ int main(int argc, char** argv) {
               sc.cost.link_jitter = jitter;
               sc.cost.seed = static_cast<std::uint64_t>(seed);
               sc.inflight_slack = slack;
-              sc.wait_ratio = wait_ratio;
-              sc.wait_horizon = wait_horizon;
+              sc.wait = wait;
               const Mode modes[] = {Mode::Strict, Mode::ReadinessFirst, Mode::BoundedWait};
               double ms[3];
               ScenarioResult last;

@@ -127,8 +127,7 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
       DecisionCheckOptions dc;
       dc.mode = parse_mode(r.policy);
       dc.inflight_slack = cfg.exec.inflight_slack;
-      dc.wait_ratio = cfg.exec.wait_ratio;
-      dc.wait_horizon = cfg.exec.wait_horizon;
+      dc.wait = cfg.exec.wait;
       dc.noise_s = cfg.decision_noise_s;
       dc.seed = c.seed;
       const ArbiterTimes seen{r.arb_ready_s, r.arb_ask_s, r.arb_take_s, r.arb_finish_s, r.arb_wait_s};

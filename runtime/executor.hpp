@@ -67,8 +67,7 @@ struct ExecOptions {
   bool cuda = false;
   int inflight_slack = 0;         // added to the hint's in-flight peak (rrfp: RRFP_INFLIGHT_SLACK)
   std::vector<int> inflight_cap;  // per device; empty = hint peak + slack
-  double wait_ratio = kDefaultWaitRatio;      // rrfp-wait (ArbiterOptions::wait_ratio)
-  double wait_horizon = kDefaultWaitHorizon;  // rrfp-wait (ArbiterOptions::wait_horizon)
+  WaitRule wait{};                // rrfp-wait (sched/arbiter.hpp)
   // Activation bytes per device, bounded by the rrfp policies next to the
   // in-flight count (sched/memory_budget.hpp; `rrfp train --plan` with a
   // memory limit). Other policies cannot enforce it and are refused.

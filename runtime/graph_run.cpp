@@ -285,8 +285,8 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   for (size_t c = 0; c < plan.channels.size(); ++c) {
     const ChannelSpec& cs = plan.channels[c];
     const std::int64_t msg = cs.message + 1;  // the handle's tag, the same on every rank
-    sub->channel_args[2 * c] = {&run, channels, nullptr, cs.dst_rank, msg, true};
-    sub->channel_args[2 * c + 1] = {&run, channels, nullptr, cs.src_rank, msg, false};
+    sub->channel_args[2 * c] = {channels, nullptr, cs.dst_rank, msg, true};
+    sub->channel_args[2 * c + 1] = {channels, nullptr, cs.src_rank, msg, false};
     if (cs.src_rank == me) ++sends_to[cs.dst_rank];
     if (cs.dst_rank == me) {
       ++receives_from[cs.src_rank];

@@ -40,7 +40,7 @@ RunPlan plan_run(const Hint& hint, const ExecOptions& opt, std::vector<unsigned 
                                 p.choice.name));
   if (p.choice.uses_arbiter())
     p.arb = std::make_unique<Arbiter>(hint, ArbiterOptions{arbiter_mode(p.choice.kind), p.slack, opt.inflight_cap,
-                                                           std::move(local), opt.wait_ratio, opt.wait_horizon,
+                                                           std::move(local), opt.wait,
                                                            opt.memory_budget});
   return p;
 }

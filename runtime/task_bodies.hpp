@@ -23,7 +23,6 @@ struct LinkArg {
 // body hands its buffer to the channels and the task ends when they call
 // back; a receive then calls arrived(arrival) for the watchdog.
 struct ChannelArg {
-  RunState* run = nullptr;
   MessageChannels* channels = nullptr;
   starpu_task* task = nullptr;
   int peer = -1;         // the rank sent to / received from

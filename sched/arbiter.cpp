@@ -29,10 +29,10 @@ Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt)
   const TaskGraph& g = *hint_.graph;
   const int D = hint_.devices();
   if (opt_.inflight_slack < 0) throw SpecError("in-flight slack must not be negative");
-  if (!(opt_.wait_ratio >= 0) || std::isinf(opt_.wait_ratio))
-    throw SpecError(fmt::format("the bounded-wait ratio must be a finite number >= 0 (got {})", opt_.wait_ratio));
-  if (!(opt_.wait_horizon >= 0) || std::isinf(opt_.wait_horizon))
-    throw SpecError(fmt::format("the bounded-wait horizon must be a finite number >= 0 (got {})", opt_.wait_horizon));
+  if (!(opt_.wait.ratio >= 0) || std::isinf(opt_.wait.ratio))
+    throw SpecError(fmt::format("the bounded-wait ratio must be a finite number >= 0 (got {})", opt_.wait.ratio));
+  if (!(opt_.wait.horizon >= 0) || std::isinf(opt_.wait.horizon))
+    throw SpecError(fmt::format("the bounded-wait horizon must be a finite number >= 0 (got {})", opt_.wait.horizon));
   if (opt_.cap.empty()) {
     cap_ = hint_.peak_inflight();
     for (int& c : cap_) c += opt_.inflight_slack;
@@ -204,15 +204,15 @@ bool Arbiter::starves_a_consumer(int task) {
 }
 
 // Instead of a W, a wait needs P predicted within this fraction of the W's
-// expected duration (at most wait_horizon), and lasts at most twice as long
-// (at most wait_ratio).
+// expected duration (at most WaitRule::horizon), and lasts at most twice as
+// long (at most WaitRule::ratio).
 constexpr double kFillerWaitHorizon = 0.1;
 
 // The rule: the device idles instead of starting `alt` when the hint's
 // preferred task P (its first unstarted one) is predicted to be ready within
-// wait_horizon x alt's expected duration (a tenth when alt is a W), another
+// horizon x alt's expected duration (a tenth when alt is a W), another
 // device waits for P's output next, and the run has no in-flight slack; it
-// idles for at most wait_ratio x alt's expected duration, then gives up on P
+// idles for at most ratio x alt's expected duration, then gives up on P
 // for good. One decision looks at P's predecessors and successors (constant
 // degree in pipeline graphs).
 bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
@@ -247,7 +247,7 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   if (!starves_a_consumer(p)) return false;
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
-  double horizon = opt_.wait_horizon, ratio = opt_.wait_ratio;
+  double horizon = opt_.wait.horizon, ratio = opt_.wait.ratio;
   if (filler) {
     horizon = std::min(horizon, kFillerWaitHorizon);
     ratio = std::min(ratio, 2 * kFillerWaitHorizon);

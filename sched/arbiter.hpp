@@ -37,6 +37,16 @@ enum class Mode { ReadinessFirst, Strict, BoundedWait };
 inline constexpr double kDefaultWaitRatio = 2.0;
 inline constexpr double kDefaultWaitHorizon = 0.5;
 
+// BoundedWait's rule, carried as one value from the policy's options to
+// the arbiter (runtime, simulator, decision check): wait for the preferred
+// task only when its predicted arrival is less than `horizon` x the
+// alternative's expected duration away (and less than `ratio` x), and
+// never longer than `ratio` x.
+struct WaitRule {
+  double ratio = kDefaultWaitRatio;
+  double horizon = kDefaultWaitHorizon;
+};
+
 struct ArbiterOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;       // added to the default caps
@@ -44,11 +54,7 @@ struct ArbiterOptions {
   // Per device: 1 when this process runs its tasks (multi-rank runs, where
   // each rank arbitrates only its own devices); empty = every device.
   std::vector<unsigned char> local{};
-  // BoundedWait: wait for the preferred task only when its predicted
-  // arrival is less than wait_horizon x the alternative's expected duration
-  // away (and less than wait_ratio x), and never longer than wait_ratio x.
-  double wait_ratio = kDefaultWaitRatio;
-  double wait_horizon = kDefaultWaitHorizon;
+  WaitRule wait{};  // BoundedWait
   // Optional: each device's activation bytes, bounded next to the count cap.
   MemoryBudgetOptions memory{};
 };

@@ -81,8 +81,7 @@ DecisionCheck check_decisions(const Hint& hint, const ArbiterTimes& t, const std
   SimOptions so;
   so.mode = opt.mode;
   so.inflight_slack = opt.inflight_slack;
-  so.wait_ratio = opt.wait_ratio;
-  so.wait_horizon = opt.wait_horizon;
+  so.wait = opt.wait;
   so.end_at = [&](int id, double start) { return std::max(start, t.finish[id] + late[id]); };
   // A device starts asking when its worker did, after the task before.
   so.ask_delay = [&](int d, int started) {

@@ -50,8 +50,7 @@ struct ArbiterTimes {
 struct DecisionCheckOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
-  double wait_ratio = kDefaultWaitRatio;
-  double wait_horizon = kDefaultWaitHorizon;
+  WaitRule wait{};  // Mode::BoundedWait
   double noise_s = -1;  // < 0: the run's own dispatch delay (dispatch_delay_s)
   int draws = 32;
   std::uint64_t seed = 1;

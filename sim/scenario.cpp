@@ -14,8 +14,7 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
   SimOptions o;
   o.mode = sc.mode;
   o.inflight_slack = sc.inflight_slack;
-  o.wait_ratio = sc.wait_ratio;
-  o.wait_horizon = sc.wait_horizon;
+  o.wait = sc.wait;
   o.duration = [&d](int id) { return d.task_s[id]; };
   o.comm = sc.comm;
   o.comm.extra = [&g, &d](int from, int to) {

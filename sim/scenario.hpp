@@ -17,8 +17,7 @@ struct Scenario {
   std::vector<double> memory_budget;  // per device, SimOptions::memory_budget (empty: none)
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
-  double wait_ratio = kDefaultWaitRatio;      // Mode::BoundedWait
-  double wait_horizon = kDefaultWaitHorizon;  // Mode::BoundedWait
+  WaitRule wait{};  // Mode::BoundedWait
   // Each stage's optimizer update, update_s long, after every update_group
   // of its backwards (0: none). The rrfp policies run a due update before the
   // device's next pass (docs/async.md), so it lengthens that backward (the W

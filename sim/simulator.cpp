@@ -33,8 +33,7 @@ ArbiterOptions arbiter_options(const Hint& h, const SimOptions& o) {
   ArbiterOptions a;
   a.mode = o.mode;
   a.inflight_slack = o.inflight_slack;
-  a.wait_ratio = o.wait_ratio;
-  a.wait_horizon = o.wait_horizon;
+  a.wait = o.wait;
   if (!o.memory_budget.empty()) {
     a.memory.device_bytes = o.memory_budget;
     a.memory.stage_bytes = o.memory.activation_bytes;

@@ -45,8 +45,7 @@ struct MemoryModel {
 struct SimOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
-  double wait_ratio = kDefaultWaitRatio;      // BoundedWait
-  double wait_horizon = kDefaultWaitHorizon;  // BoundedWait
+  WaitRule wait{};  // BoundedWait
   std::function<double(int)> duration;  // required unless end_at is set
   CommModel comm;
   MemoryModel memory;

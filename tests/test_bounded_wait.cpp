@@ -41,8 +41,7 @@ struct Walk {
     ArbiterOptions o;
     o.mode = Mode::BoundedWait;
     o.inflight_slack = slack;
-    o.wait_ratio = ratio;
-    o.wait_horizon = horizon;
+    o.wait = {ratio, horizon};
     return o;
   }
   explicit Walk(double ratio, int slack = 0, double horizon = kDefaultWaitHorizon)
@@ -200,7 +199,7 @@ static void expect_readiness_first(int slack, double ratio) {
       sc.mode = Mode::ReadinessFirst;
       ScenarioResult rf = run_scenario(h, sc);
       sc.mode = Mode::BoundedWait;
-      sc.wait_ratio = ratio;
+      sc.wait.ratio = ratio;
       ScenarioResult bw = run_scenario(h, sc);
       EXPECT_EQ(bw.sim.executed, rf.sim.executed) << hint << " seed " << seed;
       EXPECT_EQ(bw.sim.waits, 0);
@@ -229,8 +228,7 @@ TEST(BoundedWait, CompletesEveryHintWithinItsCapsUnderRandomDurations) {
           sc.cost.seed = seed;
           sc.mode = Mode::BoundedWait;
           sc.inflight_slack = slack;
-          sc.wait_ratio = 4.0;  // waits often, to exercise the rule
-          sc.wait_horizon = 4.0;
+          sc.wait = {4.0, 4.0};  // waits often, to exercise the rule
           ScenarioResult r = run_scenario(h, sc);
           ASSERT_TRUE(r.sim.complete) << hint << " " << var << " seed " << seed << ":\n" << r.sim.stuck;
           for (int d = 0; d < h.devices(); ++d) EXPECT_LE(r.sim.peak_inflight[d], r.sim.inflight_cap[d]);
@@ -241,10 +239,10 @@ TEST(BoundedWait, CompletesEveryHintWithinItsCapsUnderRandomDurations) {
 
 TEST(BoundedWait, RejectsABadRatio) {
   Hint h = gen_1f1b({2, 2, 0, 0, 0});
-  EXPECT_THROW(Arbiter(h, ArbiterOptions{Mode::BoundedWait, 0, {}, {}, -1}), SpecError);
+  EXPECT_THROW(Arbiter(h, ArbiterOptions{Mode::BoundedWait, 0, {}, {}, {-1}}), SpecError);
   ArbiterOptions o;
   o.mode = Mode::BoundedWait;
-  o.wait_horizon = -0.5;
+  o.wait.horizon = -0.5;
   EXPECT_THROW(Arbiter(h, o), SpecError);
   EXPECT_EQ(parse_mode("rrfp-wait"), Mode::BoundedWait);
   EXPECT_STREQ(mode_policy_name(Mode::BoundedWait), "rrfp-wait");

@@ -27,7 +27,7 @@ MemoryBudgetOptions tightest(const Hint& h) {
   MemoryBudgetOptions m;
   m.stage_bytes = uneven_bytes(h);
   m.device_bytes.assign(h.devices(), 1e18);
-  Arbiter probe(h, ArbiterOptions{Mode::Strict, 0, {}, {}, kDefaultWaitRatio, kDefaultWaitHorizon, m});
+  Arbiter probe(h, ArbiterOptions{Mode::Strict, 0, {}, {}, WaitRule{}, m});
   for (int d = 0; d < h.devices(); ++d) m.device_bytes[d] = probe.memory().hint_peak(d);
   return m;
 }

@@ -97,8 +97,7 @@ TEST(RuntimePolicies, RrfpWaitRandomDurations) {
       cfg.cost.seed = seed;
       cfg.exec.policy = "rrfp-wait";
       cfg.exec.inflight_slack = seed % 3;
-      cfg.exec.wait_ratio = 1.0;  // waits often
-      cfg.exec.wait_horizon = 1.0;
+      cfg.exec.wait = {1.0, 1.0};  // waits often
       Hint h = make_hint(hint, {4, 8, std::string(hint) == "interleaved-1f1b" ? 2 : 0, -1, 0});
       BenchReport r = run_bench(h, cfg);
       const std::string what = fmt::format("rrfp-wait on {} seed {}", hint, seed);
