@@ -64,8 +64,8 @@ void run(const BenchArgs& a) {
   cfg.check_decisions = a.check_sim;
   if (a.check_sim && mpi) throw SpecError("--check-sim replays one process's arbiter: run it without mpirun");
   const RankTransportKind transport = rank_transport_from_flag(a.rank_transport, mpi, a.rank_transport_flag);
+  MpiOptions mo;
   if (mpi) {
-    MpiOptions mo;
     mo.devices_per_rank = a.devices_per_rank;
     mo.transport = transport;
     mo.timeout_s = mpi_timeout_from_env();
@@ -84,10 +84,16 @@ void run(const BenchArgs& a) {
 #ifndef RRFP_HAVE_CUDA
     throw SpecError("--cuda: this rrfp was built without CUDA (configure with -DRRFP_CUDA=ON, docs/gpu.md)");
 #else
-    if (mpi) throw SpecError("--cuda under mpirun is not supported yet: ranks run CPU workers (docs/gpu.md)");
     if (a.tensor_parallel > 1) throw SpecError("--cuda does not support --tensor-parallel yet");
+    if (mpi && transport == RankTransportKind::Ordered)
+      throw SpecError("--rank-transport ordered moves messages in CPU tasks: with --cuda ranks exchange through "
+                      "StarPU-MPI (NCCL as the ordered channels' wire is not built yet, docs/gpu.md)");
     cfg.exec.cuda = true;
-    prepare_session(hint, cfg.exec);  // StarPU before any CUDA call: its bus calibration may reset the GPU
+    // StarPU before any CUDA call: its bus calibration may reset the GPU.
+    if (mpi)
+      prepare_mpi_session(cfg.exec, mo);
+    else
+      prepare_session(hint, cfg.exec);
     passes = std::make_unique<gpu::SyntheticPasses>(hint.graph->size());
     cfg.device_passes = passes.get();
 #endif

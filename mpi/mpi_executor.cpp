@@ -61,8 +61,11 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   const MpiWorld world = mpi_world();
   const int me = world.rank, R = world.size;
   if (K < 1) throw SpecError("--devices-per-rank must be at least 1");
-  if (opt.cuda) throw SpecError("--cuda under mpirun is not supported yet: ranks run CPU workers (docs/gpu.md)");
-  if (K > max_cpu_workers())
+  if (opt.cuda && T > 1) throw SpecError("--cuda does not support --tensor-parallel yet");
+  if (opt.cuda && mopt.transport == RankTransportKind::Ordered)
+    throw SpecError("--rank-transport ordered moves messages in CPU tasks: with --cuda ranks exchange through "
+                    "StarPU-MPI (NCCL as the ordered channels' wire is not built yet, docs/gpu.md)");
+  if (!opt.cuda && K > max_cpu_workers())
     throw SpecError(fmt::format("--devices-per-rank {} exceeds the {} CPU workers this StarPU allows", K, max_cpu_workers()));
   std::vector<unsigned char> local(D, 0);  // devices whose leader this rank runs
   for (int d = 0; d < D; ++d) local[d] = (d * T) / K == me;
@@ -87,7 +90,7 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
 
   // Kept open between runs (its start-up is tens of milliseconds a step);
   // the records are gathered on our own communicator (mpi_comm.hpp).
-  MpiStarpuSession* session = &MpiStarpuSession::reuse(choice, K, opt.profile);
+  MpiStarpuSession* session = &MpiStarpuSession::reuse(choice, K, opt.profile, opt.cuda);
   std::vector<int> local_worker(K), local_of_worker(starpu_worker_get_count(), -1);
   for (int i = 0; i < K; ++i) {
     local_worker[i] = session->worker_of_local(i);
@@ -206,6 +209,11 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   }
   fill_run_stats(g, res);
   return out;
+}
+
+void prepare_mpi_session(const ExecOptions& opt, const MpiOptions& mopt) {
+  if (mopt.devices_per_rank < 1) throw SpecError("--devices-per-rank must be at least 1");
+  MpiStarpuSession::reuse(resolve_policy(opt.policy), mopt.devices_per_rank, opt.profile, opt.cuda);
 }
 
 Executor mpi_executor(const MpiOptions& mopt) {

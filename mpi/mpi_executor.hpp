@@ -66,4 +66,9 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
 using Executor = std::function<ExecResult(const Hint&, const TaskBody&, const ExecOptions&)>;
 Executor mpi_executor(const MpiOptions& mopt);
 
+// Opens (or keeps) the StarPU-MPI session a run with these options will
+// use, on every rank: with --cuda StarPU must start before the caller's
+// first CUDA call (its bus calibration may reset the GPU).
+void prepare_mpi_session(const ExecOptions& opt, const MpiOptions& mopt);
+
 }  // namespace rrfp

@@ -80,15 +80,29 @@ void mpi_recv(void* data, std::size_t bytes, int source, int tag) {
   MPI_Recv(data, message_count(bytes), MPI_BYTE, source, tag, rrfp_mpi_comm(), MPI_STATUS_IGNORE);
 }
 
-MpiStarpuSession& MpiStarpuSession::reuse(const PolicyChoice& policy, int ncpus, bool profiling) {
+GpuShare node_share() {
+  static const GpuShare share = [] {
+    mpi_world();
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(rrfp_mpi_comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    GpuShare s;
+    MPI_Comm_rank(node, &s.index);
+    MPI_Comm_size(node, &s.of);
+    MPI_Comm_free(&node);
+    return s;
+  }();
+  return share;
+}
+
+MpiStarpuSession& MpiStarpuSession::reuse(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda) {
   mpi_world();
   auto& k = kept();
   if (k && k->policy_.name == policy.name && k->policy_.policy == policy.policy && k->ncpus_ == ncpus &&
-      k->profiling_ == profiling)
+      k->profiling_ == profiling && k->cuda_ == cuda)
     return *k;
   k.reset();
   StarpuSession::close_reused();  // one StarPU per process
-  k = std::make_unique<MpiStarpuSession>(policy, ncpus, profiling);
+  k = std::make_unique<MpiStarpuSession>(policy, ncpus, profiling, cuda);
   return *k;
 }
 
@@ -96,17 +110,24 @@ void MpiStarpuSession::close_reused() { kept().reset(); }
 
 void MpiStarpuSession::abandon() { (void)kept().release(); }
 
-MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling)
-    : policy_(policy), ncpus_(ncpus), profiling_(profiling) {
+MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda)
+    : policy_(policy), ncpus_(ncpus), profiling_(profiling), cuda_(cuda) {
   mpi_world();
-  start_starpu(
-      policy, ncpus, profiling, "devices per rank",
-      [](starpu_conf* c) { return starpu_mpi_init_conf(nullptr, nullptr, /*initialize_mpi=*/0, MPI_COMM_WORLD, c); },
-      [] { starpu_mpi_shutdown(); });
+  const GpuShare share = cuda ? node_share() : GpuShare{};  // collective: before StarPU-MPI's thread runs
+  auto start = [](starpu_conf* c) {
+    return starpu_mpi_init_conf(nullptr, nullptr, /*initialize_mpi=*/0, MPI_COMM_WORLD, c);
+  };
+  auto stop = [] { starpu_mpi_shutdown(); };
+  if (cuda)
+    cuda_workers_ = start_starpu_cuda(policy, ncpus, profiling, "devices per rank", start, stop, share);
+  else
+    start_starpu(policy, ncpus, profiling, "devices per rank", start, stop);
 }
 
 MpiStarpuSession::~MpiStarpuSession() { starpu_mpi_shutdown(); }
 
-int MpiStarpuSession::worker_of_local(int i) const { return starpu_worker_get_by_type(STARPU_CPU_WORKER, i); }
+int MpiStarpuSession::worker_of_local(int i) const {
+  return cuda_ ? cuda_workers_.at(i) : starpu_worker_get_by_type(STARPU_CPU_WORKER, i);
+}
 
 }  // namespace rrfp

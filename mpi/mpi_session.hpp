@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
+#include "runtime/session.hpp"
 #include "sched/policy_registry.hpp"
 
 namespace rrfp {
@@ -42,9 +44,12 @@ void mpi_recv(void* data, std::size_t bytes, int source, int tag);
 
 // One StarPU-MPI instance: `ncpus` CPU workers on this rank, our policy
 // or a built-in, MPI_COMM_WORLD. Throws SpecError like StarpuSession.
+// cuda: `ncpus` devices as CUDA workers instead, on this rank's share of
+// its node's GPUs (GpuShare: the ranks of a node split the GPUs they all
+// see; several ranks share a GPU when there are fewer GPUs than ranks).
 class MpiStarpuSession {
  public:
-  MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling);
+  MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda = false);
   ~MpiStarpuSession();
   MpiStarpuSession(const MpiStarpuSession&) = delete;
   MpiStarpuSession& operator=(const MpiStarpuSession&) = delete;
@@ -54,17 +59,23 @@ class MpiStarpuSession {
   // worker count and profiling match, else the kept one is shut down and a
   // new one opened. Shut down before MPI_Finalize at exit. abandon(): a
   // failed run left tasks in StarPU, the process is about to abort.
-  static MpiStarpuSession& reuse(const PolicyChoice& policy, int ncpus, bool profiling);
+  static MpiStarpuSession& reuse(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda = false);
   static void close_reused();
   static void abandon();
 
-  // StarPU worker id of this rank's i-th CPU worker (its i-th local device).
+  // StarPU worker id of this rank's i-th local device (a CPU worker, or a
+  // CUDA worker).
   int worker_of_local(int i) const;
 
  private:
   PolicyChoice policy_;
   int ncpus_ = 0;
   bool profiling_ = false;
+  bool cuda_ = false;
+  std::vector<int> cuda_workers_;  // per local device
 };
+
+// This rank among the ranks of its node (MPI_COMM_TYPE_SHARED).
+GpuShare node_share();
 
 }  // namespace rrfp

@@ -51,7 +51,8 @@ void StarpuSession::init_workers_once(const std::function<void()>& init) {
 int max_cpu_workers() { return STARPU_MAXCPUS; }
 
 void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const char* who,
-                  const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop, bool cuda) {
+                  const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop, bool cuda,
+                  const std::vector<int>& cuda_gpus) {
   if (ncpus < 1) throw SpecError(fmt::format("a run needs at least one device ({} = {})", who, ncpus));
   if (!cuda && ncpus > max_cpu_workers())
     throw SpecError(fmt::format("{} {} requested but this StarPU has at most {} CPU workers (one per device)", ncpus,
@@ -63,6 +64,11 @@ void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const c
   starpu_conf_init(&conf);
   conf.ncpus = cuda ? 0 : ncpus;  // explicit: StarPU-MPI then reserves no core for its progress thread
   conf.ncuda = cuda ? -1 : 0;
+  if (cuda && !cuda_gpus.empty()) {  // these GPUs only (STARPU_WORKERS_CUDAID's role)
+    conf.ncuda = static_cast<int>(cuda_gpus.size());
+    conf.use_explicit_workers_cuda_gpuid = 1;
+    for (size_t i = 0; i < cuda_gpus.size(); ++i) conf.workers_cuda_gpuid[i] = static_cast<unsigned>(cuda_gpus[i]);
+  }
   conf.nopencl = 0;
   conf.sched_policy_name = policy.policy ? nullptr : policy.builtin.c_str();
   conf.sched_policy = policy.policy;
@@ -93,7 +99,8 @@ StarpuSession::StarpuSession(const PolicyChoice& policy, int ncpus, bool profili
   if (g_open.exchange(true)) throw SpecError("a StarPU session is already open in this process");
   try {
     if (cuda)
-      start_cuda();
+      cuda_workers_ = start_starpu_cuda(policy, ncpus, profiling, "devices", [](starpu_conf* c) { return starpu_init(c); },
+                                        [] { starpu_shutdown(); });
     else
       start_starpu(policy, ncpus, profiling, "devices", [](starpu_conf* c) { return starpu_init(c); },
                    [] { starpu_shutdown(); });
@@ -110,66 +117,6 @@ StarpuSession::~StarpuSession() {
 
 int StarpuSession::worker_of_device(int d) const {
   return cuda_ ? cuda_workers_.at(d) : starpu_worker_get_by_type(STARPU_CPU_WORKER, d);
-}
-
-void StarpuSession::start_cuda() {
-#ifndef STARPU_USE_CUDA
-  throw SpecError("--cuda: this StarPU was built without CUDA (scripts/build-starpu.sh builds it with CUDA where nvcc is)");
-#else
-  const int D = ncpus_;
-  // StarPU's share of each GPU's memory (MiB): the message handles, small
-  // next to the model; LibTorch's caching allocator gets the rest. Without
-  // a limit StarPU would budget 90% of the GPU for itself. The user's
-  // STARPU_LIMIT_CUDA_MEM wins (docs/gpu.md).
-  setenv("STARPU_LIMIT_CUDA_MEM", std::to_string(kStarpuCudaMemMiB).c_str(), 0);
-  auto start = [&] {
-    start_starpu(policy_, D, profiling_, "devices", [](starpu_conf* c) { return starpu_init(c); },
-                 [] { starpu_shutdown(); }, true);
-  };
-  // StarPU's GPU index -> its CUDA workers, in worker order.
-  auto by_gpu = [] {
-    std::map<int, std::vector<int>> m;
-    for (unsigned w = 0; w < starpu_worker_get_count(); ++w)
-      if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CUDA_WORKER)
-        m[starpu_worker_get_devid(static_cast<int>(w))].push_back(static_cast<int>(w));
-    return m;
-  };
-  auto fewest = [](const std::map<int, std::vector<int>>& m) {
-    size_t k = SIZE_MAX;
-    for (const auto& [gpu, ws] : m) k = std::min(k, ws.size());
-    return static_cast<int>(k);
-  };
-  start();
-  auto gpus = by_gpu();
-  if (gpus.empty()) {
-    starpu_shutdown();
-    throw SpecError("--cuda: StarPU found no usable CUDA device (none here, or hidden by CUDA_VISIBLE_DEVICES or STARPU_NCUDA)");
-  }
-  const int G = static_cast<int>(gpus.size()), per = (D + G - 1) / G;
-  if (fewest(gpus) < per) {
-    starpu_shutdown();
-    if (const char* set = std::getenv("STARPU_NWORKER_PER_CUDA"))
-      throw SpecError(fmt::format("--cuda: {} devices on {} GPU(s) need {} CUDA workers per GPU, but "
-                                  "STARPU_NWORKER_PER_CUDA={}", D, G, per, set));
-    setenv("STARPU_NWORKER_PER_CUDA", std::to_string(per).c_str(), 1);
-    try {
-      start();
-    } catch (...) {
-      unsetenv("STARPU_NWORKER_PER_CUDA");
-      throw;
-    }
-    unsetenv("STARPU_NWORKER_PER_CUDA");  // the next session derives its own
-    gpus = by_gpu();
-    if (static_cast<int>(gpus.size()) != G || fewest(gpus) < per) {
-      starpu_shutdown();
-      throw SpecError(fmt::format("--cuda: {} devices need {} CUDA workers on each of {} GPU(s), but StarPU "
-                                  "started fewer (STARPU_NMAXWORKERS?)", D, per, G));
-    }
-  }
-  std::vector<std::vector<int>> list;
-  for (auto& [gpu, ws] : gpus) list.push_back(ws);
-  for (int d = 0; d < D; ++d) cuda_workers_.push_back(list[d / per][d % per]);
-#endif
 }
 
 }  // namespace rrfp

@@ -22,11 +22,33 @@ int max_cpu_workers();
 // resolved it already); checks that StarPU started that many workers
 // (else `stop`s it) and turns profiling on if asked. `who` names the
 // request in errors ("devices", "devices per rank"). Throws SpecError.
-// cuda: no CPU workers and every GPU StarPU finds (the caller maps the
+// cuda: no CPU workers, and the GPUs `cuda_gpus` names (CUDA device ids),
+// or every GPU StarPU finds when it is empty (start_starpu_cuda maps the
 // `ncpus` devices onto the CUDA workers and checks their count).
 void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const char* who,
                   const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop,
-                  bool cuda = false);
+                  bool cuda = false, const std::vector<int>& cuda_gpus = {});
+
+// Which of the GPUs StarPU finds a process takes: share `index` of `of`
+// equal, contiguous shares (under mpirun: the rank's index among the ranks
+// of its node), or GPU `index` mod count when there are fewer GPUs than
+// shares. One share takes every GPU. STARPU_WORKERS_CUDAID, when set, wins.
+struct GpuShare {
+  int index = 0, of = 1;
+};
+// The GPUs of `share` among `found` (CUDA device ids, ascending).
+std::vector<int> gpus_of_share(const std::vector<int>& found, GpuShare share);
+
+// Starts StarPU through `start` with `devices` devices as CUDA workers and
+// no CPU worker, on this process's share of the GPUs: contiguous blocks of
+// ceil(devices / GPUs) devices per GPU, each device a worker with its own
+// stream. StarPU is restarted on the share's GPUs alone, with
+// STARPU_NWORKER_PER_CUDA raised when a GPU has fewer workers than its block
+// (unless the user set it). Returns each device's StarPU worker. Throws
+// SpecError (naming --cuda) without a usable GPU.
+std::vector<int> start_starpu_cuda(const PolicyChoice& policy, int devices, bool profiling, const char* who,
+                                   const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop,
+                                   GpuShare share = {});
 
 // StarPU's default share of each GPU's memory in a CUDA session, MiB
 // (STARPU_LIMIT_CUDA_MEM, unless set): message handles only.
@@ -68,8 +90,6 @@ class StarpuSession {
   bool cuda() const { return cuda_; }
 
  private:
-  void start_cuda();
-
   PolicyChoice policy_;
   int ncpus_;
   bool profiling_;

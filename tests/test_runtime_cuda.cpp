@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/executor.hpp"
+#include "runtime/session.hpp"
 #include "tests/cli_run.hpp"
 #include "tests/runtime_helpers.hpp"
 
@@ -130,4 +131,27 @@ TEST(RuntimeCuda, GptSmallTakesItsSizesUnlessGiven) {
   const auto k = nlohmann::json::parse(g);
   EXPECT_EQ(k["micro_batch_size"], 2);
   EXPECT_EQ(k["microbatches"], 2);
+}
+
+// Under mpirun each rank takes its share of its node's GPUs
+// (mpi/mpi_session.cpp); several ranks share a GPU when there are fewer.
+TEST(RuntimeCuda, RanksOfANodeSplitItsGpus) {
+  const std::vector<int> four{0, 1, 2, 3};
+  EXPECT_EQ(gpus_of_share(four, {0, 1}), four);
+  EXPECT_EQ(gpus_of_share(four, {0, 2}), (std::vector<int>{0, 1}));
+  EXPECT_EQ(gpus_of_share(four, {1, 2}), (std::vector<int>{2, 3}));
+  EXPECT_EQ(gpus_of_share(four, {3, 4}), (std::vector<int>{3}));
+  // Three ranks on four GPUs: every GPU taken, by exactly one rank.
+  std::vector<int> taken;
+  for (int r = 0; r < 3; ++r) {
+    const std::vector<int> s = gpus_of_share(four, {r, 3});
+    EXPECT_FALSE(s.empty()) << "rank " << r;
+    taken.insert(taken.end(), s.begin(), s.end());
+  }
+  EXPECT_EQ(taken, four);
+  // Fewer GPUs than ranks: round robin.
+  EXPECT_EQ(gpus_of_share({0}, {1, 2}), (std::vector<int>{0}));
+  EXPECT_EQ(gpus_of_share({0, 1}, {2, 3}), (std::vector<int>{0}));
+  EXPECT_EQ(gpus_of_share({4, 7}, {1, 4}), (std::vector<int>{7}));  // device ids, not positions
+  EXPECT_THROW(gpus_of_share(four, {2, 2}), SpecError);
 }

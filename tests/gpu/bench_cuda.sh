@@ -4,7 +4,10 @@
 # its worker's stream that checks every byte of its input message, under
 # rrfp-fixed and the default rrfp-wait with lognormal(0.6) pass times;
 # every message must be checked and correct, and the makespan must stay
-# above the lower bound. Prints rrfp-fixed / rrfp-wait.
+# above the lower bound. Prints rrfp-fixed / rrfp-wait. Then, where
+# mpirun is on the PATH, the same bench on 2 ranks x 2 devices, each rank's
+# devices CUDA workers of its share of the GPUs (one GPU: both ranks on
+# it), StarPU-MPI moving the messages between them (docs/gpu.md).
 # Usage: bench_cuda.sh RRFP
 rrfp=$1
 nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU (nvidia-smi -L failed): skipped"; exit 77; }
@@ -23,4 +26,19 @@ for p, j in r.items():
 print(f"GPU bench: rrfp-fixed / rrfp-wait makespan {r['rrfp-fixed']['makespan_s'] / r['rrfp-wait']['makespan_s']:.3f}; "
       f"over the lower bound {r['rrfp-fixed']['makespan_over_lb']:.3f} and {r['rrfp-wait']['makespan_over_lb']:.3f}")
 PY
+if command -v mpirun >/dev/null 2>&1; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 STARPU_WORKERS_NOBIND=1
+  mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-wait "$rrfp" $args --devices-per-rank 2 \
+    --json "$dir/mpi.json" || exit 1
+  python3 - "$dir/mpi.json" <<'PY' || exit 1
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["devices"] == 4 and all(b > 0 for b in j["busy_s"]), j["busy_s"]
+assert j["messages_checked"] > 0, j["messages_checked"]  # rank 0's, on its GPU
+print(f"GPU bench, 2 ranks x 2 CUDA workers: makespan {j['makespan_s']:.4f} s, over the lower bound "
+      f"{j['makespan_over_lb']:.3f}, {j['messages_checked']} messages checked on rank 0")
+PY
+else
+  echo "no mpirun here: the two-rank --cuda run is skipped"
+fi
 rm -rf "$dir"

@@ -5,6 +5,11 @@
 // Usage: rrfp_mpi_check HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY]
 // Policy from STARPU_SCHED. Exit 0 when every check holds. Without mpirun
 // it runs the same graph in one process (execute()), for comparison.
+// Transport `cuda`: StarPU-MPI with the devices as CUDA workers
+// (ExecOptions::cuda). Without a usable GPU every rank must refuse with an
+// error naming --cuda and then run the graph on CPU workers as usual; with
+// one, passes run on CUDA workers and messages are counted, not read (their
+// bytes are on the GPU: `rrfp bench --cuda` checks them there).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -33,7 +38,7 @@ using namespace rrfp;
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY] [starpu-mpi|ordered|ordered-wrong]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY] [starpu-mpi|ordered|ordered-wrong|cuda]\n", argv[0]);
     return 2;
   }
   HintParams p;
@@ -53,6 +58,7 @@ int main(int argc, char** argv) {
     wrong = std::make_unique<MpiOrderedChannels>(ordered_channels_comm(), MpiOrderedChannels::Receive::BufferOrder);
     mo.channels = wrong.get();
   }
+  const bool cuda = argc > 8 && std::string(argv[8]) == "cuda";
   try {
     Hint h = make_hint(argv[1], p);
     const TaskGraph& g = *h.graph;
@@ -69,19 +75,33 @@ int main(int argc, char** argv) {
     std::atomic<int> checked{0};
     auto body = [&](int id, const TaskIo& io) {
       const Task& t = g.task(id);
-      if (io.in) {
+      if (io.stream) {  // a CUDA worker: the bytes are on its GPU
+        if (io.in) checked.fetch_add(1);
+      } else if (io.in) {
         const int from = t.kind == Kind::F ? g.find(Kind::F, t.stage - 1, t.mb) : g.backward_of(t.stage + 1, t.mb);
         if (check_payload(io.in, io.bytes, payload_key(7, from, 0)) >= 0)
           throw std::runtime_error(fmt::format("message {} -> {} corrupted", g.label(from), g.label(id)));
         checked.fetch_add(1);
       }
-      if (io.out) fill_payload(io.out, io.bytes, payload_key(7, id, 0));
+      if (io.out && !io.stream) fill_payload(io.out, io.bytes, payload_key(7, id, 0));
       std::this_thread::sleep_for(std::chrono::duration<double>(d.task_s[id]));
     };
     MpiExecResult m;
     if (cli::launched_under_mpi()) {
       try {
-        m = execute_mpi(h, body, o, mo);
+        if (cuda) {
+          o.cuda = true;
+          try {
+            m = execute_mpi(h, body, o, mo);
+          } catch (const SpecError& e) {
+            if (std::string(e.what()).find("--cuda") == std::string::npos)
+              throw std::runtime_error(fmt::format("the refusal does not name --cuda: {}", e.what()));
+            if (checked.load() != 0) throw std::runtime_error("refused after passes ran");
+            if (mpi_world().rank == 0) fmt::print("--cuda refused on every rank: {}\n", e.what());
+            o.cuda = false;  // the process can still run StarPU-MPI on CPU workers
+          }
+        }
+        if (!o.cuda) m = execute_mpi(h, body, o, mo);
       } catch (const UnrecoverableError& e) {
         cli::abort_all_ranks(e.what());
       }
