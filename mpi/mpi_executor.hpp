@@ -68,7 +68,8 @@ Executor mpi_executor(const MpiOptions& mopt);
 
 // Opens (or keeps) the StarPU-MPI session a run with these options will
 // use, on every rank: with --cuda StarPU must start before the caller's
-// first CUDA call (its bus calibration may reset the GPU).
-void prepare_mpi_session(const ExecOptions& opt, const MpiOptions& mopt);
+// first CUDA call (its bus calibration may reset the GPU). Returns the GPU
+// (CUDA device id) of each of this rank's devices; empty without --cuda.
+std::vector<int> prepare_mpi_session(const ExecOptions& opt, const MpiOptions& mopt);
 
 }  // namespace rrfp

@@ -8,19 +8,22 @@ namespace {
 
 std::size_t bytes_of(const torch::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
 
+// MPI moves host memory: with --cuda the sums cross through a host copy.
 void send_sum(const std::vector<torch::Tensor>& sum, int dest, int tag) {
   for (const auto& t : sum) {
-    const torch::Tensor c = t.contiguous();
+    const torch::Tensor c = t.to(torch::kCPU).contiguous();
     mpi_send(c.data_ptr(), bytes_of(c), dest, tag);
   }
 }
 
-// A sum shaped like the stage's parameters (their gradients' shapes).
+// A sum shaped like the stage's parameters (their gradients' shapes), on
+// their device.
 std::vector<torch::Tensor> recv_sum(const Pipeline& pipe, int s, int source, int tag) {
   std::vector<torch::Tensor> out;
   for (const auto& p : pipe.stage(s).params()) {
-    out.push_back(torch::empty_like(p.t, torch::MemoryFormat::Contiguous));
-    mpi_recv(out.back().data_ptr(), bytes_of(out.back()), source, tag);
+    torch::Tensor h = torch::empty(p.t.sizes(), p.t.options().device(torch::kCPU));
+    mpi_recv(h.data_ptr(), bytes_of(h), source, tag);
+    out.push_back(h.to(p.t.device()));
   }
   return out;
 }

@@ -136,11 +136,15 @@ torch::Device Trainer::Impl::cuda_device() {
   eo.policy = o.policy;
   eo.tensor_parallel = TP;
   eo.cuda = true;
-  const std::vector<int> gpus = cuda_devices_of(hint, eo);
+  // Under mpirun each rank holds the model on the GPU of its own devices.
+  MpiOptions mo;
+  mo.devices_per_rank = o.devices_per_rank;
+  const std::vector<int> gpus = mpi ? prepare_mpi_session(eo, mo) : cuda_devices_of(hint, eo);
   for (int d = 1; d < static_cast<int>(gpus.size()); ++d)
     if (gpus[d] != gpus[0])
-      throw SpecError(fmt::format("--cuda: StarPU put device {} on GPU {} and device 0 on GPU {}; rrfp train keeps "
-                                  "the model on one GPU for now (CUDA_VISIBLE_DEVICES=N picks it)", d, gpus[d], gpus[0]));
+      throw SpecError(fmt::format("--cuda: StarPU put {}device {} on GPU {} and device 0 on GPU {}; rrfp train keeps "
+                                  "the model on one GPU {} for now (CUDA_VISIBLE_DEVICES=N picks it)",
+                                  mpi ? "this rank's " : "", d, gpus[d], gpus[0], mpi ? "per rank" : "per process"));
   return {torch::kCUDA, static_cast<c10::DeviceIndex>(gpus[0])};
 }
 

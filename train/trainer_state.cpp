@@ -58,7 +58,11 @@ void Trainer::Impl::share_stage_state(bool moments) {
     for (int t = 0; t < TP; ++t) {
       const int owner = (hint.spec().device_of(s, 0) * TP + t) / o.devices_per_rank;
       auto bcast = [&](const torch::Tensor& x) {
-        mpi_broadcast(x.data_ptr<float>(), static_cast<int>(x.numel() * sizeof(float)), owner);
+        if (x.is_cpu()) return mpi_broadcast(x.data_ptr<float>(), static_cast<int>(x.numel() * sizeof(float)), owner);
+        torch::Tensor h = x.to(torch::kCPU).contiguous();  // --cuda: MPI moves host memory
+        mpi_broadcast(h.data_ptr<float>(), static_cast<int>(h.numel() * sizeof(float)), owner);
+        torch::NoGradGuard no_grad;
+        x.copy_(h);
       };
       const auto& ps = pipes[t]->stage(s).params();
       for (size_t i = 0; i < ps.size(); ++i) {

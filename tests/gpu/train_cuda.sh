@@ -13,6 +13,11 @@
 #  3. gpt-small trains with S = 1, 2 and 4 stages as CUDA workers of the
 #     one GPU: finite losses that fall; prints step times and S=1 runtime /
 #     plain loop (goal <= 1.05, docs/gpu.md).
+#  4. Where mpirun is on the PATH: the gpt-tiny run of 1 on 2 ranks (each
+#     rank's stage a CUDA worker of its share of the GPUs, StarPU-MPI moving
+#     the messages), and Chimera on 2 ranks (its mirrored stages' gradient
+#     sums and checkpoints cross through host copies): losses equal the
+#     one-process GPU runs' within 1e-5.
 # Usage: train_cuda.sh RRFP
 rrfp=$1
 nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU (nvidia-smi -L failed): skipped"; exit 77; }
@@ -27,7 +32,19 @@ for s in 1 2 4; do
   "$rrfp" $small --stages "$s" --hint 1f1b --json "$dir/small$s.json" || exit 1
 done
 "$rrfp" $small --stages 1 --executor plain --json "$dir/small_plain.json" || exit 1
-python3 - "$dir" <<'PY' || exit 1
+ranks=0
+if command -v mpirun >/dev/null 2>&1; then
+  ranks=2
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 STARPU_WORKERS_NOBIND=1
+  chimera="train --quiet --model gpt-tiny --stages 2 --hint chimera --microbatches 4 --steps 4 --deterministic --cuda"
+  STARPU_SCHED=rrfp-fixed "$rrfp" $chimera --json "$dir/chimera1.json" || exit 1
+  mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $tiny --cuda --json "$dir/mpi.json" || exit 1
+  mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $chimera --checkpoint "$dir/ckpt" \
+    --json "$dir/chimera2.json" || exit 1
+else
+  echo "no mpirun here: the two-rank --cuda runs are skipped"
+fi
+python3 - "$dir" "$ranks" <<'PY' || exit 1
 import json, math, statistics, sys
 d = sys.argv[1]
 steps = lambda f: json.load(open(f"{d}/{f}.json"))["steps"]
@@ -52,6 +69,10 @@ for s in (1, 2, 4):
     assert all(math.isfinite(x) for x in l) and l[-1] < l[0], (s, l)
     print(f"gpt-small S={s}: step {med(f'small{s}') * 1e3:.1f} ms, loss {l[0]:.4f} -> {l[-1]:.4f}")
 print(f"gpt-small S=1 runtime / plain loop: {med('small1') / med('small_plain'):.3f} (goal <= 1.05)")
+if sys.argv[2] == "2":
+    close(loss("mpi"), loss("fixed"), 1e-5, "GPU 2 ranks vs one process")
+    close(loss("chimera2"), loss("chimera1"), 1e-5, "GPU Chimera 2 ranks vs one process")
+    print("OK: on 2 ranks the GPU losses match one process's (1F1B and Chimera)")
 print("OK: GPU losses match the CPU reference; gpt-small trains at S = 1, 2, 4")
 PY
 rm -rf "$dir"
