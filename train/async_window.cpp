@@ -10,6 +10,8 @@
 
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
+#include "runtime/executor.hpp"
+#include "train/cuda_stream.hpp"
 #include "train/mirror_reduce.hpp"
 #include "train/trainer_io.hpp"
 #include "train/weight_versions.hpp"
@@ -36,8 +38,13 @@ void check_async_options(const TrainOptions& o) {
   if (o.split == 1) throw SpecError(fmt::format("{} runs the fused backward (--split 0), as the paper does", what));
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
-  if (o.multi_rank && amdp && o.cuda)
-    throw SpecError("--async amdp under mpirun moves gradient sums and weights as host data: no --cuda");
+  // AMDP's stage weights are read and updated in place by the workers of
+  // several directions: on CUDA workers, by several streams, which the
+  // host-side lock below does not order.
+  if (amdp && o.cuda)
+    throw SpecError("--cuda with --async amdp is not supported yet: a stage's weights are shared by the CUDA streams "
+                    "of its directions (docs/gpu.md)");
+  if (o.cuda && o.multi_rank) throw SpecError("--cuda with --async under mpirun is not supported yet (docs/gpu.md)");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
   if (amdp) {
@@ -128,6 +135,8 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const auto t0 = Clock::now();
     one_intra_op_thread();
     {
+      // --cuda: the update on the stage's worker's stream, where its passes run (PACI), so they see it in order.
+      WorkerStream on_gpu(worker_cuda_device(), worker_cuda_stream());
       std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
       if (fixed_versions) older.keep(pipe, s, version[s].load());
       std::vector<torch::Tensor> grads = pipe.stage_grads(s);
@@ -162,7 +171,10 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     }
     (t.kind == Kind::F ? seen_f : seen_b)[at] = ran_with;
     const auto t0 = Clock::now();
-    pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
+    {
+      WorkerStream on_gpu(io.cuda_device, io.stream);  // a CUDA worker: torch on its StarPU stream
+      pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
+    }
     const auto t1 = Clock::now();
     swap.reset();
     if (alone) alone.unlock();

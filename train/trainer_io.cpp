@@ -60,7 +60,6 @@ void check_options(const TrainOptions& o) {
     throw SpecError("--rank-transport ordered moves messages in CPU tasks: with --cuda ranks exchange through "
                     "StarPU-MPI (NCCL as the ordered channels' wire is not built yet, docs/gpu.md)");
   if (o.cuda && o.tensor_parallel > 1) throw SpecError("--cuda with --tensor-parallel is not supported yet");
-  if (o.cuda && !o.async_mode.empty()) throw SpecError("--cuda with --async is not supported yet");
   if (o.link_ms > 0 && o.executor != "starpu")
     throw SpecError("--link-ms needs the StarPU executor (the delay is a link task)");
 }
