@@ -100,14 +100,14 @@ TEST(RuntimeCuda, BenchCudaRunsOrSaysWhyNot) {
 }
 
 TEST(RuntimeCuda, TrainCudaRunsOrSaysWhyNot) {
-  for (const char* args : {"", " --async paci --accumulate 2 --window 2"}) {
+  for (const char* args : {"", " --async paci --accumulate 2 --window 2", " --async amdp --accumulate 2 --window 2"}) {
     const CliResult r = run_cli(std::string("train --quiet --cuda --stages 2 --steps 2") + args);
     if (r.code != 0) {  // a CPU LibTorch, or no GPU: named, not a crash
       EXPECT_TRUE(r.code == 1 || r.code == 2) << args << ": " << r.out;
       EXPECT_NE(r.out.find("rrfp: error: --cuda"), std::string::npos) << args << ": " << r.out;
     }
   }
-  for (const char* bad : {"--executor replay", "--async amdp --accumulate 2", "--tensor-parallel 2"}) {
+  for (const char* bad : {"--executor replay", "--tensor-parallel 2"}) {
     const CliResult b = run_cli(std::string("train --quiet --cuda --stages 2 --steps 1 ") + bad);
     EXPECT_EQ(b.code, 2) << bad << ": " << b.out;
     EXPECT_NE(b.out.find("--cuda"), std::string::npos) << bad << ": " << b.out;

@@ -38,12 +38,6 @@ void check_async_options(const TrainOptions& o) {
   if (o.split == 1) throw SpecError(fmt::format("{} runs the fused backward (--split 0), as the paper does", what));
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
-  // AMDP's stage weights are read and updated in place by the workers of
-  // several directions: on CUDA workers, by several streams, which the
-  // host-side lock below does not order.
-  if (amdp && o.cuda)
-    throw SpecError("--cuda with --async amdp is not supported yet: a stage's weights are shared by the CUDA streams "
-                    "of its directions (docs/gpu.md)");
   if (o.cuda && o.multi_rank) throw SpecError("--cuda with --async under mpirun is not supported yet (docs/gpu.md)");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
@@ -108,6 +102,11 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // version, never a half-updated set. (PACI: one worker per stage, no
   // contention.)
   std::vector<std::shared_mutex> weights_mu(P_);
+  // With --cuda the lock orders the host's calls, not the streams' kernels:
+  // under AMDP a stage's passes and its update may be on different
+  // streams, so each waits for its kernels before it lets the lock go
+  // (docs/gpu.md, "Training on a GPU"). PACI's are on one stream.
+  const bool shared_weights = o_.async_mode == "amdp" && o_.cuda;
   // AMDP with --deterministic: a forward of group k runs with version k-1,
   // the one its gate waited for, whenever the update of group k-1 lands
   // (docs/async.md, "Reproducible AMDP"); `older` keeps what that needs.
@@ -135,8 +134,10 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const auto t0 = Clock::now();
     one_intra_op_thread();
     {
-      // --cuda: the update on the stage's worker's stream, where its passes run (PACI), so they see it in order.
-      WorkerStream on_gpu(worker_cuda_device(), worker_cuda_stream());
+      // --cuda: the update on the stage's worker's stream, where its passes
+      // run (PACI), so they see it in order.
+      const int gpu = worker_cuda_device();
+      WorkerStream on_gpu(gpu, worker_cuda_stream());
       std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
       if (fixed_versions) older.keep(pipe, s, version[s].load());
       std::vector<torch::Tensor> grads = pipe.stage_grads(s);
@@ -145,6 +146,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       pipe.next_group(s);
       const int v = version[s].fetch_add(1) + 1;
       if (xr && epilogue_io()->version) AmdpRanks::pack_weights(pipe, s, v, epilogue_io()->version);
+      if (shared_weights) wait_for_worker_stream(gpu);  // updated before the lock lets another stream in
     }
     if (hooks.slice && !distributed) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());
   };
@@ -158,6 +160,8 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     // A gated forward or a backward after the first group: the version it
     // read (runtime/data_plan.hpp), if this rank does not hold it yet.
     if (away && io.version) take_weights(t.stage, io.version);
+    // A CUDA worker: torch on its StarPU stream, the weight swap included.
+    WorkerStream on_gpu(io.cuda_device, io.stream);
     std::shared_lock<std::shared_mutex> lk(weights_mu[t.stage]);
     int ran_with = version[t.stage].load();
     const int want = fixed_versions && t.kind == Kind::F ? std::max(0, t.mb / M_ - 1) : ran_with;
@@ -171,12 +175,10 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     }
     (t.kind == Kind::F ? seen_f : seen_b)[at] = ran_with;
     const auto t0 = Clock::now();
-    {
-      WorkerStream on_gpu(io.cuda_device, io.stream);  // a CUDA worker: torch on its StarPU stream
-      pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
-    }
+    pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
     const auto t1 = Clock::now();
     swap.reset();
+    if (shared_weights) wait_for_worker_stream(io.cuda_device);  // done with the weights before an update may start
     if (alone) alone.unlock();
     else lk.unlock();
     // This rank's last backward of the group (they share one accumulator,

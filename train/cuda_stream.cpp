@@ -55,6 +55,13 @@ WorkerStream::WorkerStream(int device, void* stream) {
 
 WorkerStream::~WorkerStream() = default;
 
+void wait_for_worker_stream(int device) {
+  if (device < 0) return;
+#ifdef RRFP_TORCH_CUDA
+  c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).synchronize();
+#endif
+}
+
 void install_cuda_memory_accounting() {
 #ifdef RRFP_TORCH_CUDA
   static std::once_flag once;

@@ -30,6 +30,12 @@ class WorkerStream {
   std::unique_ptr<Guard> guard_;
 };
 
+// Inside a WorkerStream on a GPU: waits until the work queued on that
+// stream so far has run. A no-op when device < 0 (a CPU worker). For
+// tensors that other streams read or write under a host-side lock: the
+// lock may be released only once the kernels are done with them.
+void wait_for_worker_stream(int device);
+
 // Charges the CUDA caching allocator's allocations to the activation
 // counters of train/memory.hpp, as the CPU allocator's are, through its
 // trace hook (called on the allocating thread). Call once CUDA is in use

@@ -13,10 +13,11 @@
 #  3. gpt-small trains with S = 1, 2 and 4 stages as CUDA workers of the
 #     one GPU: finite losses that fall; prints step times and S=1 runtime /
 #     plain loop (goal <= 1.05, docs/gpu.md).
-#  4. PACI without a flush (--async paci, rrfp-fixed, deterministic) on
-#     CUDA workers: each stage's passes and updates on one stream; the
-#     losses equal the CPU run's within rtol 1e-4 and the recorded weight
-#     drift stays within PACI's bound.
+#  4. PACI and AMDP without a flush (--async, rrfp-fixed, deterministic)
+#     on CUDA workers: PACI's passes and updates of a stage on one stream,
+#     AMDP's on the streams of both directions (each waits for its kernels
+#     before it releases the stage); the losses equal the CPU runs' within
+#     rtol 1e-4 and the recorded weight drift stays within each bound.
 #  5. Where mpirun is on the PATH: the gpt-tiny run of 1 on 2 ranks (each
 #     rank's stage a CUDA worker of its share of the GPUs, StarPU-MPI moving
 #     the messages), and Chimera on 2 ranks (its mirrored stages' gradient
@@ -39,6 +40,9 @@ done
 paci="train --quiet --model gpt-tiny --stages 2 --steps 4 --deterministic --async paci --accumulate 4 --window 2"
 STARPU_SCHED=rrfp-fixed "$rrfp" $paci --json "$dir/paci_cpu.json" || exit 1
 STARPU_SCHED=rrfp-fixed "$rrfp" $paci --cuda --json "$dir/paci_gpu.json" || exit 1
+amdp="train --quiet --model gpt-tiny --stages 4 --steps 4 --deterministic --async amdp --accumulate 4 --window 2"
+STARPU_SCHED=rrfp-fixed "$rrfp" $amdp --json "$dir/amdp_cpu.json" || exit 1
+STARPU_SCHED=rrfp-fixed "$rrfp" $amdp --cuda --json "$dir/amdp_gpu.json" || exit 1
 ranks=0
 if command -v mpirun >/dev/null 2>&1; then
   ranks=2
@@ -76,10 +80,11 @@ for s in (1, 2, 4):
     assert all(math.isfinite(x) for x in l) and l[-1] < l[0], (s, l)
     print(f"gpt-small S={s}: step {med(f'small{s}') * 1e3:.1f} ms, loss {l[0]:.4f} -> {l[-1]:.4f}")
 print(f"gpt-small S=1 runtime / plain loop: {med('small1') / med('small_plain'):.3f} (goal <= 1.05)")
-close(loss("paci_gpu"), loss("paci_cpu"), 1e-4, "GPU PACI vs CPU PACI")
-for st in steps("paci_gpu"):
-    assert all(m <= b for m, b in zip(st["version_drift_max"], st["version_drift_bound"])), st
-print("OK: PACI on CUDA workers matches the CPU run, drift within its bound")
+for m in ("paci", "amdp"):
+    close(loss(f"{m}_gpu"), loss(f"{m}_cpu"), 1e-4, f"GPU {m} vs CPU {m}")
+    for st in steps(f"{m}_gpu"):
+        assert all(x <= b for x, b in zip(st["version_drift_max"], st["version_drift_bound"])), (m, st)
+print("OK: PACI and AMDP on CUDA workers match the CPU runs, drift within their bounds")
 if sys.argv[2] == "2":
     close(loss("mpi"), loss("fixed"), 1e-5, "GPU 2 ranks vs one process")
     close(loss("chimera2"), loss("chimera1"), 1e-5, "GPU Chimera 2 ranks vs one process")
