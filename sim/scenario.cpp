@@ -14,6 +14,7 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
   SimOptions o;
   o.mode = sc.mode;
   o.inflight_slack = sc.inflight_slack;
+  o.inflight_cap = sc.inflight_cap;
   o.wait = sc.wait;
   o.duration = [&d](int id) { return d.task_s[id]; };
   o.comm = sc.comm;

@@ -17,6 +17,7 @@ struct Scenario {
   std::vector<double> memory_budget;  // per device, SimOptions::memory_budget (empty: none)
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
+  std::vector<int> inflight_cap;  // SimOptions::inflight_cap (empty: the hint's peak + slack)
   WaitRule wait{};  // Mode::BoundedWait
   // Each stage's optimizer update, update_s long, after every update_group
   // of its backwards (0: none). The rrfp policies run a due update before the

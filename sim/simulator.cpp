@@ -33,6 +33,7 @@ ArbiterOptions arbiter_options(const Hint& h, const SimOptions& o) {
   ArbiterOptions a;
   a.mode = o.mode;
   a.inflight_slack = o.inflight_slack;
+  a.cap = o.inflight_cap;
   a.wait = o.wait;
   if (!o.memory_budget.empty()) {
     a.memory.device_bytes = o.memory_budget;

@@ -45,6 +45,7 @@ struct MemoryModel {
 struct SimOptions {
   Mode mode = Mode::ReadinessFirst;
   int inflight_slack = 0;
+  std::vector<int> inflight_cap;  // per device; empty = the hint's peak + inflight_slack
   WaitRule wait{};  // BoundedWait
   std::function<double(int)> duration;  // required unless end_at is set
   CommModel comm;

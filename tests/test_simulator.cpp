@@ -42,6 +42,24 @@ TEST(Simulator, OneF1BHasLowerActivationPeakThanGPipe) {
   EXPECT_DOUBLE_EQ(rf.peak_activation_bytes[0], 4);
 }
 
+// Explicit in-flight caps (perf/oracle_gap runs a re-ranked order under the
+// hint's caps): the hint's own peaks decide as the default caps do; GPipe
+// capped at 1F1B's peaks holds no more than they allow.
+TEST(Simulator, ExplicitInflightCapsBindTheArbiter) {
+  Hint g = make_hint("gpipe", {4, 8, 0, -1, 0});
+  SimOptions o = unit_opts(g, Mode::ReadinessFirst);
+  const SimResult by_default = simulate(g, o);
+  o.inflight_cap = g.peak_inflight();
+  const SimResult same = simulate(g, o);
+  EXPECT_EQ(same.executed, by_default.executed);
+  o.inflight_cap = make_hint("1f1b", {4, 8, 0, -1, 0}).peak_inflight();  // 4, 3, 2, 1
+  const SimResult capped = simulate(g, o);
+  ASSERT_TRUE(capped.complete) << capped.stuck;
+  EXPECT_EQ(capped.inflight_cap, o.inflight_cap);
+  for (int d = 0; d < 4; ++d) EXPECT_LE(capped.peak_inflight[d], o.inflight_cap[d]) << "device " << d;
+  EXPECT_EQ(by_default.peak_inflight[0], 8);
+}
+
 // Readiness-first under random durations: every registered hint completes,
 // respects every edge, and never exceeds the in-flight cap.
 TEST(Simulator, ReadinessFirstRandomDurationsAllHints) {
