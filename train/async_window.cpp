@@ -146,7 +146,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       pipe.next_group(s);
       const int v = version[s].fetch_add(1) + 1;
       if (xr && epilogue_io()->version) AmdpRanks::pack_weights(pipe, s, v, epilogue_io()->version);
-      if (shared_weights) wait_for_worker_stream(gpu);  // updated before the lock lets another stream in
+      if (shared_weights) wait_for_current_stream(gpu);  // updated before the lock lets another stream in
     }
     if (hooks.slice && !distributed) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());
   };
@@ -178,7 +178,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
     const auto t1 = Clock::now();
     swap.reset();
-    if (shared_weights) wait_for_worker_stream(io.cuda_device);  // done with the weights before an update may start
+    if (shared_weights) wait_for_current_stream(io.cuda_device);  // done with the weights before an update may start
     if (alone) alone.unlock();
     else lk.unlock();
     // This rank's last backward of the group (they share one accumulator,

@@ -55,7 +55,7 @@ WorkerStream::WorkerStream(int device, void* stream) {
 
 WorkerStream::~WorkerStream() = default;
 
-void wait_for_worker_stream(int device) {
+void wait_for_current_stream(int device) {
   if (device < 0) return;
 #ifdef RRFP_TORCH_CUDA
   c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).synchronize();

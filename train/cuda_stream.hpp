@@ -30,11 +30,12 @@ class WorkerStream {
   std::unique_ptr<Guard> guard_;
 };
 
-// Inside a WorkerStream on a GPU: waits until the work queued on that
-// stream so far has run. A no-op when device < 0 (a CPU worker). For
-// tensors that other streams read or write under a host-side lock: the
-// lock may be released only once the kernels are done with them.
-void wait_for_worker_stream(int device);
+// Waits until the work queued so far on this thread's current stream of
+// GPU `device` has run (inside a WorkerStream: the worker's stream). A
+// no-op when device < 0 (a CPU worker, a CPU model). For tensors another
+// stream uses next: StarPU's streams do not wait for torch's default one,
+// nor for each other.
+void wait_for_current_stream(int device);
 
 // Charges the CUDA caching allocator's allocations to the activation
 // counters of train/memory.hpp, as the CPU allocator's are, through its

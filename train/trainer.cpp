@@ -182,6 +182,10 @@ ExecOptions Trainer::Impl::exec_options(int step) {
 
 bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRecord& rec) {
   bool stepped = false;
+  // What this thread queued on the GPU (a restored checkpoint, Chimera's
+  // mirrored updates and shared weights across ranks) lands before the
+  // workers' streams read the weights.
+  if (o.cuda) wait_for_current_stream(model().device().index());
   for (int t = 1; t < TP; ++t) pipes[t]->begin_step(mbs);
   if (tp_comm) tp_comm->clear_log();  // the collective logs are per step
   pipe().begin_step(std::move(mbs));

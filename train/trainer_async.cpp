@@ -36,6 +36,7 @@ StepRecord Trainer::Impl::async_step() {
       batches.push_back(data->next());
       toks.push_back(data->tokens());
     }
+    if (o.cuda) wait_for_current_stream(model().device().index());  // as in pipeline_pass
     ExecOptions eo = exec_options(next);
     eo.task_hook = nullptr;  // the window's graph has its own task ids
     AsyncWindows::Hooks hooks;
