@@ -38,7 +38,8 @@ void check_async_options(const TrainOptions& o) {
   if (o.split == 1) throw SpecError(fmt::format("{} runs the fused backward (--split 0), as the paper does", what));
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
-  if (o.cuda && o.multi_rank) throw SpecError("--cuda with --async under mpirun is not supported yet (docs/gpu.md)");
+  if (o.multi_rank && amdp && o.cuda)
+    throw SpecError("--async amdp under mpirun moves gradient sums and weights as host data: no --cuda");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
   if (amdp) {

@@ -20,9 +20,9 @@
 #     rtol 1e-4 and the recorded weight drift stays within each bound.
 #  5. Where mpirun is on the PATH: the gpt-tiny run of 1 on 2 ranks (each
 #     rank's stage a CUDA worker of its share of the GPUs, StarPU-MPI moving
-#     the messages), and Chimera on 2 ranks (its mirrored stages' gradient
-#     sums and checkpoints cross through host copies): losses equal the
-#     one-process GPU runs' within 1e-5.
+#     the messages), Chimera on 2 ranks (its mirrored stages' gradient
+#     sums and checkpoints cross through host copies) and PACI of 4 on 2
+#     ranks: losses equal the one-process GPU runs' within 1e-5.
 # Usage: train_cuda.sh RRFP
 rrfp=$1
 nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU (nvidia-smi -L failed): skipped"; exit 77; }
@@ -52,6 +52,7 @@ if command -v mpirun >/dev/null 2>&1; then
   mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $tiny --cuda --json "$dir/mpi.json" || exit 1
   mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $chimera --checkpoint "$dir/ckpt" \
     --json "$dir/chimera2.json" || exit 1
+  mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $paci --cuda --json "$dir/paci_mpi.json" || exit 1
 else
   echo "no mpirun here: the two-rank --cuda runs are skipped"
 fi
@@ -88,7 +89,8 @@ print("OK: PACI and AMDP on CUDA workers match the CPU runs, drift within their 
 if sys.argv[2] == "2":
     close(loss("mpi"), loss("fixed"), 1e-5, "GPU 2 ranks vs one process")
     close(loss("chimera2"), loss("chimera1"), 1e-5, "GPU Chimera 2 ranks vs one process")
-    print("OK: on 2 ranks the GPU losses match one process's (1F1B and Chimera)")
+    close(loss("paci_mpi"), loss("paci_gpu"), 1e-5, "GPU PACI 2 ranks vs one process")
+    print("OK: on 2 ranks the GPU losses match one process's (1F1B, Chimera, PACI)")
 print("OK: GPU losses match the CPU reference; gpt-small trains at S = 1, 2, 4")
 PY
 rm -rf "$dir"
