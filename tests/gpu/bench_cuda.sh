@@ -26,7 +26,8 @@ for p, j in r.items():
 print(f"GPU bench: rrfp-fixed / rrfp-wait makespan {r['rrfp-fixed']['makespan_s'] / r['rrfp-wait']['makespan_s']:.3f}; "
       f"over the lower bound {r['rrfp-fixed']['makespan_over_lb']:.3f} and {r['rrfp-wait']['makespan_over_lb']:.3f}")
 PY
-if command -v mpirun >/dev/null 2>&1; then
+# rrfp links Open MPI 4 (Debian's): another launcher would start unrelated singletons.
+if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 STARPU_WORKERS_NOBIND=1
   mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-wait "$rrfp" $args --devices-per-rank 2 \
     --json "$dir/mpi.json" || exit 1
@@ -39,6 +40,6 @@ print(f"GPU bench, 2 ranks x 2 CUDA workers: makespan {j['makespan_s']:.4f} s, o
       f"{j['makespan_over_lb']:.3f}, {j['messages_checked']} messages checked on rank 0")
 PY
 else
-  echo "no mpirun here: the two-rank --cuda run is skipped"
+  echo "no Open MPI 4 mpirun here: the two-rank --cuda run is skipped"
 fi
 rm -rf "$dir"

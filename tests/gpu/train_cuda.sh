@@ -44,7 +44,8 @@ amdp="train --quiet --model gpt-tiny --stages 4 --steps 4 --deterministic --asyn
 STARPU_SCHED=rrfp-fixed "$rrfp" $amdp --json "$dir/amdp_cpu.json" || exit 1
 STARPU_SCHED=rrfp-fixed "$rrfp" $amdp --cuda --json "$dir/amdp_gpu.json" || exit 1
 ranks=0
-if command -v mpirun >/dev/null 2>&1; then
+# rrfp links Open MPI 4 (Debian's): another launcher would start unrelated singletons.
+if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
   ranks=2
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 STARPU_WORKERS_NOBIND=1
   chimera="train --quiet --model gpt-tiny --stages 2 --hint chimera --microbatches 4 --steps 4 --deterministic --cuda"
@@ -54,7 +55,7 @@ if command -v mpirun >/dev/null 2>&1; then
     --json "$dir/chimera2.json" || exit 1
   mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $paci --cuda --json "$dir/paci_mpi.json" || exit 1
 else
-  echo "no mpirun here: the two-rank --cuda runs are skipped"
+  echo "no Open MPI 4 mpirun here: the two-rank --cuda runs are skipped"
 fi
 python3 - "$dir" "$ranks" <<'PY' || exit 1
 import json, math, statistics, sys
