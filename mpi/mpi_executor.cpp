@@ -61,7 +61,6 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   const MpiWorld world = mpi_world();
   const int me = world.rank, R = world.size;
   if (K < 1) throw SpecError("--devices-per-rank must be at least 1");
-  if (opt.cuda && T > 1) throw SpecError("--cuda does not support --tensor-parallel yet");
   if (opt.cuda && mopt.transport == RankTransportKind::Ordered)
     throw SpecError("--rank-transport ordered moves messages in CPU tasks: with --cuda ranks exchange through "
                     "StarPU-MPI (NCCL as the ordered channels' wire is not built yet, docs/gpu.md)");

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <stdexcept>
 
 #include "graph/pipeline_spec.hpp"
@@ -12,6 +13,7 @@ namespace rrfp::train {
 namespace {
 
 thread_local TpTaskScope::Context* current = nullptr;
+std::atomic<TpTaskScope::Context*> in_flight{nullptr};  // the process's latest scope, for the autograd thread
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -101,7 +103,8 @@ GptTpShard::GptTpShard(const GptModel& full, int members, int member)
   const std::size_t e = params_.size();
   if (e != block_param_begin_.back() + 4) throw std::logic_error("GptTpShard: unexpected parameter layout");
   head_ = {params_[e - 4].t, params_[e - 3].t, params_[e - 2].t, params_[e - 1].t};
-  causal_mask_ = torch::ones({cfg_.seq_len, cfg_.seq_len}, torch::kBool).triu(1);
+  // On the shards' device (the full model's: a GPU with --cuda).
+  causal_mask_ = torch::ones({cfg_.seq_len, cfg_.seq_len}, torch::dtype(torch::kBool).device(tok_emb_.device())).triu(1);
 }
 
 std::vector<NamedParam> GptTpShard::stage_params(const StageRange& r, bool first, bool last) const {
@@ -120,16 +123,29 @@ torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool la
 
 TpTaskScope::TpTaskScope(TpComm* comm, int group, int member, int task) : ctx_{comm, group, member, task, 0} {
   current = &ctx_;
+  in_flight.store(&ctx_);
 }
 
-TpTaskScope::~TpTaskScope() { current = nullptr; }
+TpTaskScope::~TpTaskScope() {
+  current = nullptr;
+  Context* mine = &ctx_;
+  in_flight.compare_exchange_strong(mine, nullptr);
+}
 
 void tp_allreduce(torch::Tensor& t) {
   TpTaskScope::Context* c = current;
+  if (!c && t.is_cuda()) c = in_flight.load();  // on LibTorch's autograd thread of the GPU
   if (!c) throw std::logic_error("tensor-parallel all-reduce outside a task (no TpTaskScope on this thread)");
   if (c->next >= 64) throw std::logic_error("more than 64 all-reduces in one task");
-  c->comm->allreduce(c->group, c->member, collective_id(c->task, c->next++), t.data_ptr<float>(),
-                     static_cast<std::size_t>(t.numel()));
+  const std::int64_t id = collective_id(c->task, c->next++);
+  if (t.is_cpu()) return c->comm->allreduce(c->group, c->member, id, t.data_ptr<float>(), static_cast<std::size_t>(t.numel()));
+  // --cuda (one member per rank, trainer_io.cpp): the collectives sum host
+  // buffers. The copy out waits for the current stream (the worker's, or in
+  // a backward the stream of its forward), the copy back is queued on it.
+  torch::Tensor h = t.to(torch::kCPU).contiguous();
+  c->comm->allreduce(c->group, c->member, id, h.data_ptr<float>(), static_cast<std::size_t>(h.numel()));
+  torch::NoGradGuard no_grad;
+  t.copy_(h);
 }
 
 }  // namespace rrfp::train

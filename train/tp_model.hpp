@@ -64,7 +64,10 @@ class GptTpShard : public Model {
 
 // Set by a task body around one pass of one member: the all-reduces inside
 // it go to `comm`'s group, named after `task`. Thread-local (LibTorch runs
-// a CPU backward on the calling thread).
+// a CPU backward on the calling thread). A CUDA backward runs on LibTorch's
+// autograd thread of the GPU instead, where no scope is set: there the
+// all-reduce takes the pass in flight in the process, which is the only
+// one, since with --cuda a process runs one member (train/trainer_io.cpp).
 class TpTaskScope {
  public:
   TpTaskScope(TpComm* comm, int group, int member, int task);

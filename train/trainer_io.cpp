@@ -59,7 +59,13 @@ void check_options(const TrainOptions& o) {
   if (o.cuda && o.multi_rank && o.ordered_channels)
     throw SpecError("--rank-transport ordered moves messages in CPU tasks: with --cuda ranks exchange through "
                     "StarPU-MPI (NCCL as the ordered channels' wire is not built yet, docs/gpu.md)");
-  if (o.cuda && o.tensor_parallel > 1) throw SpecError("--cuda with --tensor-parallel is not supported yet");
+  // Its all-reduces run inside autograd nodes, which LibTorch runs on one
+  // thread per GPU: two members of a group in one process would each block
+  // it waiting for the other (docs/gpu.md). One member per process is safe.
+  if (o.cuda && o.tensor_parallel > 1 && !(o.multi_rank && o.devices_per_rank == 1))
+    throw SpecError("--cuda with --tensor-parallel needs one device per rank under mpirun (--devices-per-rank 1): "
+                    "members of a group in one process would block each other on their GPU's autograd thread "
+                    "(docs/gpu.md)");
   if (o.link_ms > 0 && o.executor != "starpu")
     throw SpecError("--link-ms needs the StarPU executor (the delay is a link task)");
 }

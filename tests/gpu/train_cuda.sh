@@ -22,7 +22,10 @@
 #     rank's stage a CUDA worker of its share of the GPUs, StarPU-MPI moving
 #     the messages), Chimera on 2 ranks (its mirrored stages' gradient
 #     sums and checkpoints cross through host copies) and PACI of 4 on 2
-#     ranks: losses equal the one-process GPU runs' within 1e-5.
+#     ranks: losses equal the one-process GPU runs' within 1e-5; and
+#     tensor parallelism 2 with one member per rank (host-staged
+#     all-reduces, one of them on LibTorch's autograd thread) equals the
+#     CPU run within rtol 1e-4.
 # Usage: train_cuda.sh RRFP
 rrfp=$1
 nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU (nvidia-smi -L failed): skipped"; exit 77; }
@@ -54,6 +57,9 @@ if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
   mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $chimera --checkpoint "$dir/ckpt" \
     --json "$dir/chimera2.json" || exit 1
   mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $paci --cuda --json "$dir/paci_mpi.json" || exit 1
+  tp="train --quiet --model gpt-tiny --stages 1 --tensor-parallel 2 --steps 4 --deterministic"
+  "$rrfp" $tp --json "$dir/tp_cpu.json" || exit 1
+  mpirun --oversubscribe -np 2 "$rrfp" $tp --cuda --devices-per-rank 1 --json "$dir/tp_gpu.json" || exit 1
 else
   echo "no Open MPI 4 mpirun here: the two-rank --cuda runs are skipped"
 fi
@@ -91,7 +97,8 @@ if sys.argv[2] == "2":
     close(loss("mpi"), loss("fixed"), 1e-5, "GPU 2 ranks vs one process")
     close(loss("chimera2"), loss("chimera1"), 1e-5, "GPU Chimera 2 ranks vs one process")
     close(loss("paci_mpi"), loss("paci_gpu"), 1e-5, "GPU PACI 2 ranks vs one process")
-    print("OK: on 2 ranks the GPU losses match one process's (1F1B, Chimera, PACI)")
+    close(loss("tp_gpu"), loss("tp_cpu"), 1e-4, "GPU tensor parallel on 2 ranks vs CPU")
+    print("OK: on 2 ranks the GPU losses match one process's (1F1B, Chimera, PACI) and tensor parallelism the CPU's")
 print("OK: GPU losses match the CPU reference; gpt-small trains at S = 1, 2, 4")
 PY
 rm -rf "$dir"
