@@ -231,6 +231,7 @@ LowerBound lower_bound(const TaskGraph& g, const Durations& d) {
     lb.per_device[dev] = first[dev] + busy[dev] + last[dev];
     lb.bound = std::max(lb.bound, lb.per_device[dev]);
   }
+  lb.tail = std::move(tail);
   return lb;
 }
 

@@ -74,6 +74,7 @@ struct LowerBound {
   double bound = 0;                // max of all below
   double critical_path = 0;        // longest chain incl. transfer delays
   std::vector<double> per_device;  // earliest first start + busy + shortest tail
+  std::vector<double> tail;        // per task: the longest chain that must follow its end
 };
 LowerBound lower_bound(const TaskGraph& g, const Durations& d);
 

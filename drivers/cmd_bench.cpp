@@ -64,8 +64,8 @@ void run(const BenchArgs& a) {
   cfg.check_decisions = a.check_sim;
   if (a.check_sim && mpi) throw SpecError("--check-sim replays one process's arbiter: run it without mpirun");
   const RankTransportKind transport = rank_transport_from_flag(a.rank_transport, mpi, a.rank_transport_flag);
-  MpiOptions mo;
   if (mpi) {
+    MpiOptions mo;
     mo.devices_per_rank = a.devices_per_rank;
     mo.transport = transport;
     mo.timeout_s = mpi_timeout_from_env();
@@ -91,7 +91,7 @@ void run(const BenchArgs& a) {
     cfg.exec.cuda = true;
     // StarPU before any CUDA call: its bus calibration may reset the GPU.
     if (mpi)
-      prepare_mpi_session(cfg.exec, mo);
+      prepare_mpi_session(cfg.exec, a.devices_per_rank);
     else
       prepare_session(hint, cfg.exec);
     passes = std::make_unique<gpu::SyntheticPasses>(hint.graph->size());

@@ -210,12 +210,11 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   return out;
 }
 
-std::vector<int> prepare_mpi_session(const ExecOptions& opt, const MpiOptions& mopt) {
-  if (mopt.devices_per_rank < 1) throw SpecError("--devices-per-rank must be at least 1");
-  const MpiStarpuSession& s =
-      MpiStarpuSession::reuse(resolve_policy(opt.policy), mopt.devices_per_rank, opt.profile, opt.cuda);
+std::vector<int> prepare_mpi_session(const ExecOptions& opt, int devices_per_rank) {
+  if (devices_per_rank < 1) throw SpecError("--devices-per-rank must be at least 1");
+  const MpiStarpuSession& s = MpiStarpuSession::reuse(resolve_policy(opt.policy), devices_per_rank, opt.profile, opt.cuda);
   std::vector<int> gpus;
-  for (int i = 0; opt.cuda && i < mopt.devices_per_rank; ++i)
+  for (int i = 0; opt.cuda && i < devices_per_rank; ++i)
     gpus.push_back(starpu_worker_get_devid(s.worker_of_local(i)));
   return gpus;
 }

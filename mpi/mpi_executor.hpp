@@ -70,6 +70,6 @@ Executor mpi_executor(const MpiOptions& mopt);
 // use, on every rank: with --cuda StarPU must start before the caller's
 // first CUDA call (its bus calibration may reset the GPU). Returns the GPU
 // (CUDA device id) of each of this rank's devices; empty without --cuda.
-std::vector<int> prepare_mpi_session(const ExecOptions& opt, const MpiOptions& mopt);
+std::vector<int> prepare_mpi_session(const ExecOptions& opt, int devices_per_rank);
 
 }  // namespace rrfp

@@ -55,30 +55,11 @@ struct Run {
   double makespan, lower_bound;
 };
 
-// One trace per file, read once.
-std::shared_ptr<const DurationTrace> trace_file(const std::string& path) {
-  static std::map<std::string, std::shared_ptr<const DurationTrace>> cache;
-  auto& t = cache[path];
-  if (!t) t = std::make_shared<DurationTrace>(read_duration_trace(path));
-  return t;
-}
-
-CostOptions cost_of(const Options& o, const GridVariability& v, bool split, int seed) {
-  CostOptions c;
-  if (!v.fused_trace.empty()) c.durations = trace_file(split ? v.split_trace : v.fused_trace);
-  c.unit_ms = o.unit_ms;
-  c.var = parse_variability(v.spec);
-  c.link_ms = v.link_units * o.unit_ms;
-  c.link_jitter = v.link_jitter;
-  c.seed = static_cast<std::uint64_t>(seed);
-  return c;
-}
-
 Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack, int seed, const Policy& p) {
   const bool split = h.spec().split_backward;
   if (o.backend == "sim") {
     Scenario sc;
-    sc.cost = cost_of(o, v, split, seed);
+    sc.cost = grid_cost(v, split, seed, o.unit_ms);
     sc.mode = parse_mode(p.name);
     sc.inflight_slack = slack;
     sc.wait = p.wait;
@@ -87,7 +68,7 @@ Run run_one(const Options& o, const Hint& h, const GridVariability& v, int slack
     return {r.sim.makespan, r.lb.bound};
   }
   BenchConfig cfg;
-  cfg.cost = cost_of(o, v, split, seed);
+  cfg.cost = grid_cost(v, split, seed, o.unit_ms);
   cfg.exec.inflight_slack = slack;
   cfg.exec.policy = p.name;
   cfg.exec.wait = p.wait;
@@ -140,8 +121,7 @@ int main(int argc, char** argv) {
   try {
     for (const std::string& hn : grid_hints()) {
       if (!selected(o.hints, hn)) continue;
-      HintParams hp{o.stages, o.microbatches, hn == "interleaved-1f1b" ? 2 : 0, -1, 0};
-      Hint h = make_hint(hn, hp);
+      Hint h = grid_hint(hn, o.stages, o.microbatches);
       std::vector<GridVariability> columns = grid_variability();
       for (const GridVariability& t : grid_trace_columns(o.traces)) columns.push_back(t);
       for (const GridVariability& v : columns) {

@@ -12,8 +12,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <memory>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,8 +19,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "codelets/duration_trace.hpp"
-#include "hints/generators.hpp"
 #include "perf/policy_grid.hpp"
 #include "sim/scenario.hpp"
 
@@ -31,15 +27,11 @@ using namespace rrfp::perf;
 
 namespace {
 
-// Longest path from each task's start to the end of the graph, transfers included.
+// Longest path from each task's start to the end of the graph, transfers
+// included: its duration and the chain the lower bound says must follow.
 std::vector<double> bottom_levels(const TaskGraph& g, const Durations& d) {
-  const auto order = g.topological_order();
-  std::vector<double> bl(g.size(), 0);
-  for (int id : order) bl[id] = d.task_s[id];
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    int k = 0;
-    for (int p : g.preds(*it)) bl[p] = std::max(bl[p], d.task_s[p] + d.edge(*it, k++) + bl[*it]);
-  }
+  std::vector<double> bl = lower_bound(g, d).tail;
+  for (int id = 0; id < g.size(); ++id) bl[id] += d.task_s[id];
   return bl;
 }
 
@@ -90,9 +82,8 @@ int main(int argc, char** argv) {
   std::map<int, int> cells;
   std::vector<GridVariability> columns = grid_variability();
   for (const GridVariability& t : grid_trace_columns(traces)) columns.push_back(t);
-  std::map<std::string, std::shared_ptr<const DurationTrace>> trace_cache;
   for (const std::string& name : grid_hints()) {
-    const Hint h = make_hint(name, {stages, microbatches, name == "interleaved-1f1b" ? 2 : 0, -1, 0});
+    const Hint h = grid_hint(name, stages, microbatches);
     const bool split = h.spec().split_backward;
     for (const GridVariability& v : columns)
       for (int slack : slacks) {
@@ -101,17 +92,7 @@ int main(int argc, char** argv) {
         double r[3] = {0, 0, 0};
         for (int s = first_seed; s < first_seed + seeds; ++s) {
           Scenario sc;
-          if (!v.fused_trace.empty()) {
-            const std::string& f = split ? v.split_trace : v.fused_trace;
-            auto& t = trace_cache[f];
-            if (!t) t = std::make_shared<DurationTrace>(read_duration_trace(f));
-            sc.cost.durations = t;
-          }
-          sc.cost.unit_ms = unit_ms;
-          sc.cost.var = parse_variability(v.spec);
-          sc.cost.link_ms = v.link_units * unit_ms;
-          sc.cost.link_jitter = v.link_jitter;
-          sc.cost.seed = static_cast<std::uint64_t>(s);
+          sc.cost = grid_cost(v, split, s, unit_ms);
           sc.inflight_slack = slack;  // read by the bounded wait too
           sc.inflight_cap = cap;       // the hint's caps, also for the re-ranked order
           const Hint oracle = clairvoyant(h, bottom_levels(*h.graph, draw(*h.graph, sc.cost)));

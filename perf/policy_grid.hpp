@@ -4,8 +4,14 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "codelets/cost_model.hpp"
+#include "codelets/duration_trace.hpp"
+#include "hints/generators.hpp"
 
 namespace rrfp::perf {
 
@@ -41,6 +47,32 @@ inline std::vector<GridVariability> grid_trace_columns(const std::string& dir) {
   if (dir.empty()) return {};
   return {{"trace:mm-tiny", "none", 0, 0, dir + "/mm-tiny_1f1b.json", dir + "/mm-tiny_zb-h1.json"},
           {"trace:gpt-varlen", "none", 0, 0, dir + "/gpt-tiny-varlen_1f1b.json", dir + "/gpt-tiny-varlen_zb-h1.json"}};
+}
+
+// A grid hint at this depth (interleaved 1F1B with 2 chunks per device).
+inline Hint grid_hint(const std::string& name, int stages, int microbatches) {
+  return make_hint(name, {stages, microbatches, name == "interleaved-1f1b" ? 2 : 0, -1, 0});
+}
+
+// One trace per file, read once.
+inline std::shared_ptr<const DurationTrace> grid_trace_file(const std::string& path) {
+  static std::map<std::string, std::shared_ptr<const DurationTrace>> cache;
+  auto& t = cache[path];
+  if (!t) t = std::make_shared<DurationTrace>(read_duration_trace(path));
+  return t;
+}
+
+// The cost model of column `v` for a seed; `split`: the hint's backward
+// form, which picks the trace of a trace-driven column.
+inline CostOptions grid_cost(const GridVariability& v, bool split, int seed, double unit_ms) {
+  CostOptions c;
+  if (!v.fused_trace.empty()) c.durations = grid_trace_file(split ? v.split_trace : v.fused_trace);
+  c.unit_ms = unit_ms;
+  c.var = parse_variability(v.spec);
+  c.link_ms = v.link_units * unit_ms;
+  c.link_jitter = v.link_jitter;
+  c.seed = static_cast<std::uint64_t>(seed);
+  return c;
 }
 
 inline const std::vector<int>& grid_slacks() {

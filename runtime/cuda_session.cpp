@@ -68,7 +68,7 @@ std::vector<int> start_starpu_cuda(const PolicyChoice& policy, int devices, bool
                                     "STARPU_NWORKER_PER_CUDA={}", D, who, G, per, set));
     if (raise) setenv("STARPU_NWORKER_PER_CUDA", std::to_string(per).c_str(), 1);
     try {
-      found = open(mine == all ? std::vector<int>{} : mine);
+      found = open(mine);
     } catch (...) {
       if (raise) unsetenv("STARPU_NWORKER_PER_CUDA");
       throw;

@@ -137,9 +137,7 @@ torch::Device Trainer::Impl::cuda_device() {
   eo.tensor_parallel = TP;
   eo.cuda = true;
   // Under mpirun each rank holds the model on the GPU of its own devices.
-  MpiOptions mo;
-  mo.devices_per_rank = o.devices_per_rank;
-  const std::vector<int> gpus = mpi ? prepare_mpi_session(eo, mo) : cuda_devices_of(hint, eo);
+  const std::vector<int> gpus = mpi ? prepare_mpi_session(eo, o.devices_per_rank) : cuda_devices_of(hint, eo);
   for (int d = 1; d < static_cast<int>(gpus.size()); ++d)
     if (gpus[d] != gpus[0])
       throw SpecError(fmt::format("--cuda: StarPU put {}device {} on GPU {} and device 0 on GPU {}; rrfp train keeps "
