@@ -1,6 +1,5 @@
 // rrfp bench: a hint's task graph on real StarPU workers with synthetic,
 // seeded task costs; the policy comes from STARPU_SCHED (default rrfp-wait).
-#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
 #include "runtime/session.hpp"
+#include "sim/json_file.hpp"
 #ifdef RRFP_HAVE_CUDA
 #include "gpu/synthetic_pass.hpp"
 #endif
@@ -123,14 +123,9 @@ void run(const BenchArgs& a) {
         fmt::print("  iteration {}: {}\n", i, r.decision_checks[i].describe(*hint.graph));
   }
   if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    if (!(out << to_json(r).dump(2) << "\n")) throw SpecError(fmt::format("cannot write '{}'", a.json));
+    write_json_file(a.json, to_json(r));
   }
-  if (!a.collective_log.empty()) {
-    std::ofstream out(a.collective_log);
-    if (!(out << collective_logs_json(hint, r).dump() << "\n"))
-      throw SpecError(fmt::format("cannot write '{}'", a.collective_log));
-  }
+  if (!a.collective_log.empty()) write_json_file(a.collective_log, collective_logs_json(hint, r), -1);
   if (!a.trace.empty())
     write_chrome_trace(to_timeline(hint, r.last, fmt::format("rrfp bench {} {}", r.policy, r.hint)), a.trace);
 }
@@ -145,7 +140,8 @@ void add_bench_command(CLI::App& app) {
   add_hint_flags(cmd, a->hint, false);
   add_cost_flags(cmd, a->cost);
   add_profile_flags(cmd, a->profile);
-  cmd->add_option("--inflight-slack", a->slack, "raise the in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
+  cmd->add_option("--inflight-slack", a->slack, "raise the in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--message-mb", a->message_mb,
                   "size of every activation and gradient message (StarPU data handle), MiB; checked by its consumer")
       ->capture_default_str();

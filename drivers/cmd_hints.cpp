@@ -71,7 +71,7 @@ void show_async(const HintArgs& a) {
   const bool amdp = a.async == "amdp";
   const int P = a.params.stages;
   Hint h = amdp ? amdp_hint(P, a.directions, a.accumulate, a.window)
-                : make_hint("1f1b", {P, a.accumulate * a.window, 0, 0, 0});
+                : make_hint("1f1b", {P, grouped_microbatches(a.accumulate, a.window), 0, 0, 0});
   h.name = amdp ? fmt::format("amdp-{}", a.directions) : "paci";
   if (a.format == "csv") {
     fmt::print("{}", export_csv(h));

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "drivers/commands.hpp"
+#include "drivers/flags.hpp"
 #include "runtime/session.hpp"
 #include "sim/profile.hpp"
 #include "train/blas.hpp"
@@ -20,7 +21,10 @@ void add_profile_command(CLI::App& app) {
   auto widths = std::make_shared<std::string>();
   auto* c = app.add_subcommand("profile", "Measure each layer's F, B, W and BW of a model (for rrfp tune and --profile)");
   train::TrainOptions& m = o->model;
-  c->add_option("--model", m.model, "model: gpt-tiny or mm-tiny")->capture_default_str();
+  c->add_option("--model", m.model, "model: gpt-tiny or mm-tiny (gpt-small: gpt-tiny with its --d-model, --heads, "
+                                    "--layers and --seq-len)")
+      ->check(CLI::IsMember({"gpt-tiny", "mm-tiny"}))
+      ->capture_default_str();
   c->add_option("--layers", m.gpt.layers, "transformer blocks")->capture_default_str();
   c->add_option("--d-model", m.gpt.d_model, "model width")->capture_default_str();
   c->add_option("--heads", m.gpt.heads, "attention heads")->capture_default_str();
@@ -42,6 +46,7 @@ void add_profile_command(CLI::App& app) {
   c->add_option("-o,--output", *out, "write the profile JSON here")->required();
   c->callback([o, out, widths] {
     if (!widths->empty()) o->model.gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
+    require_output_dir(*out, "-o");
     if (o->executor == "starpu" && o->devices > max_cpu_workers())
       throw SpecError(fmt::format("--devices {}: one StarPU CPU worker per device and at most {} here", o->devices,
                                   max_cpu_workers()));

@@ -1,9 +1,11 @@
 // rrfp sim: simulate the synthetic workload with the runtime's arbitration
 // core, cost model, a communication model and a memory model.
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <set>
+#include <string>
 
 #include "drivers/commands.hpp"
 #include "drivers/flags.hpp"
@@ -16,6 +18,7 @@
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sim_timeline.hpp"
+#include "sim/json_file.hpp"
 
 namespace rrfp::cli {
 
@@ -78,6 +81,17 @@ void run_plan(const SimFlags& f, Hint& h, Scenario& sc) {
              p.predicted_step_s * 1e3);
 }
 
+// A plan fixes the hint, the stage costs, the link and the memory: only
+// the policy, the seed and the outputs remain to choose (as `rrfp train
+// --plan` refuses the flags the plan decides).
+void refuse_what_the_plan_fixes(const CLI::App* c) {
+  static const std::set<std::string> free = {"plan", "policy", "inflight-slack", "seed", "json", "trace", "png", "svg"};
+  for (const CLI::Option* o : c->get_options())
+    if (o->count() > 0 && !o->get_lnames().empty() && free.count(o->get_lnames().front()) == 0)
+      throw SpecError(fmt::format("--plan fixes the schedule, the stage costs and the link: drop --{}",
+                                  o->get_lnames().front()));
+}
+
 void run(const SimFlags& f) {
   Hint h;
   Scenario sc;
@@ -113,8 +127,7 @@ void run(const SimFlags& f) {
                r.sim.busy[d], r.sim.peak_inflight[d], r.sim.inflight_cap[d], r.sim.peak_activation_bytes[d] / 1e6,
                r.sim.weight_bytes[d] / 1e6);
   if (!f.json.empty()) {
-    std::ofstream out(f.json);
-    if (!(out << j.dump(2) << "\n")) throw SpecError(fmt::format("cannot write '{}'", f.json));
+    write_json_file(f.json, j);
   }
   if (!f.trace.empty() || !f.picture.empty()) {
     Timeline t = to_timeline(h, r.sim, fmt::format("{} ({}, simulated)", h.name, f.policy), 1.0);
@@ -161,8 +174,7 @@ void add_compare(CLI::App* sim) {
                      {"rank_formula", r.rank_formula},
                      {"rank_table", r.rank_table},
                      {"rank_sim", r.rank_sim}});
-      std::ofstream out(*json);
-      if (!(out << j.dump(2) << "\n")) throw SpecError(fmt::format("cannot write '{}'", *json));
+      write_json_file(*json, j);
     }
   });
 }
@@ -254,8 +266,7 @@ void add_async(CLI::App* sim) {
                           {"sync_peak_inflight", e.sync_peak_inflight},
                           {"async_peak_inflight", e.async_peak_inflight}};
       if (amdp) j["directions"] = *directions;
-      std::ofstream out(f->json);
-      if (!(out << j.dump(2) << "\n")) throw SpecError(fmt::format("cannot write '{}'", f->json));
+      write_json_file(f->json, j);
     }
   });
 }
@@ -282,7 +293,9 @@ void add_sim_command(CLI::App& app) {
   add_async(c);
   c->require_subcommand(0, 1);
   c->callback([c, f] {
-    if (c->get_subcommands().empty()) run(*f);
+    if (!c->get_subcommands().empty()) return;
+    if (!f->plan.empty()) refuse_what_the_plan_fixes(c);
+    run(*f);
   });
 }
 

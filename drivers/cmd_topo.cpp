@@ -1,5 +1,4 @@
 // rrfp topo: the machine as the runtime sees it (runtime/topology.hpp).
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -9,6 +8,7 @@
 #include "runtime/session.hpp"
 #include "runtime/topology.hpp"
 #include "sched/policy_registry.hpp"
+#include "sim/json_file.hpp"
 
 namespace rrfp::cli {
 
@@ -54,11 +54,7 @@ void add_topo_command(CLI::App& app) {
     for (const auto& w : t.workers)
       fmt::print("  worker {} {} ({}): StarPU's PU {}, thread runs on CPUs {}\n", w.id, w.name, w.type, w.bindid,
                  w.runs_on);
-    if (!json->empty()) {
-      std::ofstream f(*json);
-      if (!f) throw SpecError(fmt::format("cannot write {}", *json));
-      f << to_json(t).dump(2) << "\n";
-    }
+    if (!json->empty()) write_json_file(*json, to_json(t));
   });
 }
 

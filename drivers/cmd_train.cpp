@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "drivers/commands.hpp"
 #include "drivers/env_config.hpp"
+#include "drivers/flags.hpp"
 #include "drivers/rank_transport_flag.hpp"
 #include "graph/pipeline_spec.hpp"
 #include "hints/generators.hpp"
@@ -135,6 +138,17 @@ void add_train_command(CLI::App& app) {
     o->ordered_channels = rank_transport_from_flag(*transport, o->multi_rank, transport_flag) == RankTransportKind::Ordered;
     if (inflight->count() == 0) o->inflight_slack = inflight_slack_from_env();
     if (o->multi_rank && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
+    const bool writer = !o->multi_rank || mpi_world().rank == 0;  // rank 0 writes the outputs and checkpoints
+    if (writer) require_output_dir(o->json_path, "--json");
+    if (writer) require_output_dir(o->trace_path, "--trace");
+    if (writer && !o->checkpoint_dir.empty() && !o->resume) {  // made now, not by the first checkpoint after hours
+      std::error_code ec;
+      std::filesystem::create_directories(o->checkpoint_dir, ec);
+      if (!std::filesystem::is_directory(o->checkpoint_dir))
+        throw SpecError(fmt::format("--checkpoint {}: cannot make this directory{}", o->checkpoint_dir,
+                                    ec ? ": " + ec.message() : ""));
+      require_output_dir((std::filesystem::path(o->checkpoint_dir) / "checkpoint.rrfp").string(), "--checkpoint");
+    }
     // The BLAS decides the speed of every pass (docs/training.md): say which one runs.
     if (!*quiet) {
       const train::BlasInfo blas = train::blas_in_use();

@@ -2,9 +2,13 @@
 // `rrfp bench`, `rrfp sim` and `rrfp train` spell them the same way.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +20,20 @@
 #include "train/config.hpp"
 
 namespace rrfp::cli {
+
+// Checked before a long run, not after it: the directory an output file of
+// `flag` goes to exists and is writable. (The write itself still reports
+// its own errors, a full disk for one.)
+inline void require_output_dir(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw SpecError(fmt::format("{} {}: directory '{}' does not exist", flag, path, dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw SpecError(fmt::format("{} {}: cannot write in '{}'", flag, path, dir.string()));
+}
 
 struct HintFlags {
   std::string hint = "1f1b";

@@ -1,13 +1,35 @@
 // rrfp: the command-line entry point. Subcommands register in commands.hpp.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
 
 #include "drivers/commands.hpp"
 #include "drivers/env_config.hpp"
 #include "drivers/fatal.hpp"
 #include "graph/pipeline_spec.hpp"
 #include "runtime/executor.hpp"
+
+namespace {
+
+// Every floating-point flag of every subcommand takes finite numbers only:
+// CLI11 parses "nan" and "inf" as doubles, and range checks (x >= 0) let
+// them through (inf) or are easy to forget.
+void require_finite_numbers(CLI::App* app) {
+  static const CLI::Validator finite(
+      [](std::string& v) {
+        double x = 0;
+        return CLI::detail::lexical_cast(v, x) && !std::isfinite(x) ? "'" + v + "' is not a finite number"
+                                                                     : std::string();
+      },
+      "", "finite");
+  for (CLI::Option* o : app->get_options())
+    if (o->get_type_name().rfind("FLOAT", 0) == 0) o->check(finite);
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) require_finite_numbers(sub);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"RRFP: readiness-first pipeline-parallel runtime on StarPU"};
@@ -21,6 +43,7 @@ int main(int argc, char** argv) {
   rrfp::cli::add_topo_command(app);
   rrfp::cli::add_profile_command(app);
   rrfp::cli::add_tune_command(app);
+  require_finite_numbers(&app);
   if (rrfp::cli::launched_under_mpi()) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
   try {
     app.parse(argc, argv);

@@ -123,4 +123,12 @@ PipelineSpec PipelineSpec::explicit_map(std::vector<int> stage_device, int micro
   return p;
 }
 
+int grouped_microbatches(int group, int groups) {
+  if (group < 1 || groups < 1) throw SpecError(fmt::format("{} groups of {} microbatches: both must be at least 1", groups, group));
+  if (static_cast<long long>(group) * groups > kMaxMicrobatches)
+    throw SpecError(fmt::format("{} x {} microbatches in one window is over the limit of {}", group, groups,
+                                kMaxMicrobatches));
+  return group * groups;
+}
+
 }  // namespace rrfp

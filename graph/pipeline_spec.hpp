@@ -60,6 +60,10 @@ struct PipelineSpec {
 // Upper bounds that keep every size computation far from overflow.
 inline constexpr int kMaxStages = 4096;
 inline constexpr int kMaxMicrobatches = 1 << 20;
+// Microbatches of `groups` groups of `group` (an asynchronous window:
+// --accumulate x --window steps), checked against kMaxMicrobatches before
+// the product can overflow. Throws SpecError.
+int grouped_microbatches(int group, int groups);
 inline constexpr long long kMaxTasks = 1LL << 26;
 
 }  // namespace rrfp

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "hints/csv_cells.hpp"
+#include "graph/input_file.hpp"
 
 namespace rrfp {
 
@@ -132,6 +133,7 @@ Hint import_csv(const std::string& text, const std::string& source) {
 }
 
 Hint import_csv_file(const std::string& path) {
+  reject_directory(path, "hint file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SpecError(fmt::format("cannot open '{}'", path));
   // Schedules are small; a bound keeps a wrong path (a device, a huge file)

@@ -30,7 +30,7 @@ Hint amdp_hint(int P, int directions, int group, int groups) {
                                 directions, group));
   PipelineSpec spec;
   spec.stages = spec.devices = P;
-  spec.microbatches = group * groups;
+  spec.microbatches = grouped_microbatches(group, groups);
   spec.split_backward = false;
   spec.placement = amdp_placement(P, directions);
   spec.mb_pipeline.resize(spec.microbatches);

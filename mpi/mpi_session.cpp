@@ -1,8 +1,14 @@
 #include "mpi/mpi_session.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <string>
+#include <thread>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -16,6 +22,13 @@
 namespace rrfp {
 
 namespace {
+
+int affinity_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
 
 MPI_Comm g_comm = MPI_COMM_NULL;
 
@@ -88,6 +101,14 @@ GpuShare node_share() {
     GpuShare s;
     MPI_Comm_rank(node, &s.index);
     MPI_Comm_size(node, &s.of);
+    // CUDA_VISIBLE_DEVICES set differently per rank (srun --gpus-per-task)
+    // already gave each rank its own GPUs: it takes all it sees.
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    const long h = visible ? static_cast<long>(std::hash<std::string>{}(visible) >> 1) : -1;
+    long lo = h, hi = h;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG, MPI_MIN, node);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG, MPI_MAX, node);
+    if (lo != hi && lo >= 0) s = GpuShare{};
     MPI_Comm_free(&node);
     return s;
   }();
@@ -113,13 +134,22 @@ void MpiStarpuSession::abandon() { (void)kept().release(); }
 MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda)
     : policy_(policy), ncpus_(ncpus), profiling_(profiling), cuda_(cuda) {
   mpi_world();
-  const GpuShare share = cuda ? node_share() : GpuShare{};  // collective: before StarPU-MPI's thread runs
+  const GpuShare node = node_share();  // collective: before StarPU-MPI's thread runs
+  // StarPU-MPI's progress thread otherwise polls without a pause while a
+  // receive waits for its envelope, nearly always in a pipeline; without a
+  // core of its own it takes one from the workers. Our StarPU patch pauses
+  // it (docs/mpi.md); a user's setting wins.
+  const int cores = cores_of_rank(affinity_cores(), static_cast<int>(std::thread::hardware_concurrency()), node.of);
+  setenv("STARPU_MPI_POLL_BACKOFF_MAX_US", std::to_string(mpi_poll_backoff_us(cores, ncpus)).c_str(), 0);
   auto start = [](starpu_conf* c) {
     return starpu_mpi_init_conf(nullptr, nullptr, /*initialize_mpi=*/0, MPI_COMM_WORLD, c);
   };
   auto stop = [] { starpu_mpi_shutdown(); };
   if (cuda)
-    cuda_workers_ = start_starpu_cuda(policy, ncpus, profiling, "devices per rank", start, stop, share);
+    cuda_workers_ = start_starpu_cuda(policy, ncpus, profiling, "devices per rank", start, stop, node, [](int v) {
+      MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, rrfp_mpi_comm());
+      return v;
+    });
   else
     start_starpu(policy, ncpus, profiling, "devices per rank", start, stop);
 }

@@ -6,6 +6,7 @@
 
 #include "graph/pipeline_spec.hpp"
 #include "plot/timeline.hpp"
+#include "graph/input_file.hpp"
 
 namespace rrfp {
 
@@ -28,6 +29,7 @@ void write_chrome_trace(const Timeline& t, const std::string& path) {
 }
 
 Timeline read_chrome_trace(const std::string& path) {
+  reject_directory(path, "trace file");
   std::ifstream in(path);
   if (!in) throw SpecError(fmt::format("cannot read trace file '{}'", path));
   nlohmann::json j;

@@ -39,16 +39,30 @@ struct GpuShare {
 // The GPUs of `share` among `found` (CUDA device ids, ascending).
 std::vector<int> gpus_of_share(const std::vector<int>& found, GpuShare share);
 
+// The cores a rank can count on: those of its affinity mask (mpirun binds
+// ranks), and no more than its node's cores split among the node's ranks.
+int cores_of_rank(int affinity_cores, int node_cores, int ranks_of_node);
+
+// STARPU_MPI_POLL_BACKOFF_MAX_US for a rank with `workers` StarPU workers
+// (each a busy thread, CPU or CUDA) on `cores` cores: 0, StarPU-MPI's own
+// polling without a pause, when a core is left for its progress thread;
+// else the longest pause between its polls for an envelope, in microseconds
+// (our StarPU patch, docs/mpi.md "StarPU-MPI's progress thread").
+int mpi_poll_backoff_us(int cores, int workers);
+
 // Starts StarPU through `start` with `devices` devices as CUDA workers and
 // no CPU worker, on this process's share of the GPUs: contiguous blocks of
 // ceil(devices / GPUs) devices per GPU, each device a worker with its own
 // stream. StarPU is restarted on the share's GPUs alone, with
 // STARPU_NWORKER_PER_CUDA raised when a GPU has fewer workers than its block
 // (unless the user set it). Returns each device's StarPU worker. Throws
-// SpecError (naming --cuda) without a usable GPU.
+// SpecError (naming --cuda) without a usable GPU. Under mpirun `agree`
+// returns the largest of every rank's value (an all-reduce): whether to
+// restart StarPU, or to fail, is then one decision for all ranks, whose
+// stop of StarPU-MPI is collective.
 std::vector<int> start_starpu_cuda(const PolicyChoice& policy, int devices, bool profiling, const char* who,
                                    const std::function<int(starpu_conf*)>& start, const std::function<void()>& stop,
-                                   GpuShare share = {});
+                                   GpuShare share = {}, const std::function<int(int)>& agree = [](int v) { return v; });
 
 // StarPU's default share of each GPU's memory in a CUDA session, MiB
 // (STARPU_LIMIT_CUDA_MEM, unless set): message handles only.

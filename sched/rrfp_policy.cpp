@@ -28,7 +28,11 @@ struct State {
   std::vector<const starpu_codelet*> codelets;  // graph tasks use these
   std::vector<int> worker_of_slot;               // per slot, RRFP_REMOTE_WORKER on another rank
   Arbiter* arb = nullptr;  // null: no run attached
+  // Draining, the policy never reads the arbiter or its hint: after a failed
+  // run between ranks they are gone while StarPU still pushes and ends the
+  // run's tasks (which skip their work) until the process aborts.
   bool drain = false;
+  std::vector<int> device_of;  // per graph task, so draining needs no hint
   int tp = 1, n = 0;
   // Indexed by member task, member * n + graph id.
   std::vector<starpu_task*> by_id;
@@ -104,7 +108,7 @@ int push_task(starpu_task* task) {
   State& s = *state_of(task->sched_ctx);
   lock_relaxed(s);
   if (const rrfp_graph_task* a = graph_arg(s, task)) {
-    const int id = a->id, dev = s.arb->hint().graph->task(id).device, slot = dev * s.tp + a->member;
+    const int id = a->id, slot = s.device_of[id] * s.tp + a->member;
     s.by_id[a->member * s.n + id] = task;
     s.pending[slot].push_back(a->member * s.n + id);
     if (!s.drain && a->member == 0) s.arb->on_ready(id, now_s());  // followers wait for the leader's decision
@@ -228,7 +232,7 @@ void post_exec_hook(starpu_task* task, unsigned sched_ctx) {
   if (!a || a->member != 0) return;  // the arbiter tracks the leader's tasks
   if (!s.drain) s.arb->on_finish(a->id, now_s());
   s.events.fetch_add(1, std::memory_order_relaxed);
-  if (s.update_group > 0) {
+  if (s.update_group > 0 && !s.drain) {
     const Task& t = s.arb->hint().graph->task(a->id);
     // The update runs where the stage's epilogue lives (its microbatch 0's
     // device), which for a replicated stage (AMDP) need not be t.device.
@@ -237,7 +241,7 @@ void post_exec_hook(starpu_task* task, unsigned sched_ctx) {
       ++s.due[s.arb->hint().spec().device_of(t.stage, 0) * s.tp];
   }
   // A finished backward frees in-flight room for a forward of this device.
-  s.maybe[s.arb->hint().graph->task(a->id).device * s.tp].store(1, std::memory_order_release);
+  s.maybe[s.device_of[a->id] * s.tp].store(1, std::memory_order_release);
 }
 
 template <Mode M>
@@ -327,6 +331,8 @@ extern "C" int rrfp_sched_attach(unsigned sched_ctx, const rrfp_sched_config* cf
   s.drain = false;
   s.tp = T;
   s.n = cfg->tasks;
+  s.device_of.resize(cfg->tasks);
+  for (int id = 0; id < cfg->tasks; ++id) s.device_of[id] = arb->hint().graph->task(id).device;
   s.by_id.assign(static_cast<size_t>(cfg->tasks) * T, nullptr);
   s.taken.assign(static_cast<size_t>(cfg->tasks) * T, 0);
   s.pending.assign(slots, {});

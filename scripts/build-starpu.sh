@@ -38,6 +38,10 @@ patch -p1 -s <"$here/patches/starpu-1.4.10-cuda13-computemode.patch"
 # a worker stopped at the first bucket task it could not run (a hang) and a
 # failed steal decremented a counter (an assertion at deinit). docs/runtime.md.
 patch -p1 -s <"$here/patches/starpu-1.4.10-heteroprio-restricted-tasks.patch"
+# StarPU-MPI's progress thread: STARPU_MPI_POLL_BACKOFF_MAX_US pauses its
+# polls while it only waits for envelopes (it otherwise takes a core per
+# process; the rrfp drivers set it, docs/mpi.md).
+patch -p1 -s <"$here/patches/starpu-1.4.10-mpi-poll-backoff.patch"
 cuda=()
 if command -v nvcc >/dev/null 2>&1; then
   cuda=(--with-cuda-dir="$(dirname "$(dirname "$(command -v nvcc)")")")

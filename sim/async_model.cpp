@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <utility>
 
@@ -20,7 +21,8 @@ AsyncEstimate estimate(const char* method, int stages, int accumulate, int windo
   if (stages < 1 || accumulate < 1 || window < 1)
     throw SpecError(fmt::format("{} needs stages, --accumulate and --window of at least 1 (got {}, {}, {})", method,
                                 stages, accumulate, window));
-  if (update_s < 0) throw SpecError("--update-ms must not be negative");
+  if (!(update_s >= 0) || std::isinf(update_s)) throw SpecError("--update-ms must be a finite number >= 0");
+  (void)grouped_microbatches(accumulate, window);  // the window fits, before any step is simulated
   sc.update_group = accumulate;
   sc.update_s = update_s;
   sc.gate_lag = gate_lag;
@@ -41,7 +43,7 @@ AsyncEstimate estimate(const char* method, int stages, int accumulate, int windo
 
 AsyncEstimate simulate_paci(int stages, int accumulate, int window, Scenario sc, double update_s) {
   return estimate("PACI", stages, accumulate, window, std::move(sc), update_s, 0,
-                  [&](int steps) { return make_hint("1f1b", {stages, accumulate * steps, 0, 0, 0}); });
+                  [&](int steps) { return make_hint("1f1b", {stages, grouped_microbatches(accumulate, steps), 0, 0, 0}); });
 }
 
 AsyncEstimate simulate_amdp(int stages, int directions, int accumulate, int window, Scenario sc, double update_s) {

@@ -2,14 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
 
 #include "graph/pipeline_spec.hpp"
+#include "graph/input_file.hpp"
 
 namespace rrfp {
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
+  reject_directory(path, what);
   std::ifstream in(path);
   if (!in) throw SpecError(fmt::format("cannot read {} '{}'", what, path));
   try {
@@ -22,14 +26,28 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
 }
 
 void write_json_atomically(const std::string& path, const nlohmann::json& j) {
+  // Not a regular file (/dev/stdout, a pipe): nothing to replace, write to it.
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return write_json_file(path, j);
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
-    out << j.dump(2) << "\n";
-    if (!out.flush()) throw SpecError(fmt::format("cannot write '{}'", path));
+  try {
+    write_json_file(tmp, j);
+  } catch (const SpecError&) {
+    std::remove(tmp.c_str());
+    throw SpecError(fmt::format("cannot write '{}'", path));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw SpecError(fmt::format("cannot write '{}'", path));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw SpecError(fmt::format("cannot write '{}'", path));
+  }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j, int indent) {
+  std::ofstream out(path);
+  if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
+  out << j.dump(indent) << "\n";
+  out.close();  // the last bytes reach the file here: a full disk shows now
+  if (out.fail()) throw SpecError(fmt::format("cannot write '{}' (disk full?)", path));
 }
 
 }  // namespace rrfp

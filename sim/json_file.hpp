@@ -1,6 +1,8 @@
 // Reading and writing the JSON files the tools exchange (profiles, plans):
 // errors name the file; writes go to a temporary and are renamed, so a
-// reader never sees half a file.
+// reader never sees half a file. Reports (--json) are written in place, so
+// that /dev/stdout or a pipe works too, and a failed write (a full disk) is
+// an error, not a truncated file and exit 0.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,5 +14,7 @@ namespace rrfp {
 // `what` names the kind of file in messages ("profile", "plan"). Throws SpecError.
 nlohmann::json read_json_file(const std::string& path, const char* what);
 void write_json_atomically(const std::string& path, const nlohmann::json& j);
+// `indent` < 0: one line. Throws SpecError naming the file.
+void write_json_file(const std::string& path, const nlohmann::json& j, int indent = 2);
 
 }  // namespace rrfp

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <numeric>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "hints/csv.hpp"
@@ -28,6 +31,9 @@ nlohmann::json costs_json(const StageCosts& c) {
 template <class T>
 T need(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.contains(key)) throw SpecError(fmt::format("{}: '{}' is missing", where, key));
+  // JSON has one number type: 4.5 microbatches is not 4.
+  if constexpr (std::is_integral_v<T>)
+    if (!j[key].is_number_integer()) throw SpecError(fmt::format("{}: '{}' must be an integer", where, key));
   try {
     return j[key].get<T>();
   } catch (const nlohmann::json::exception&) {
@@ -89,6 +95,18 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   p.tried = j.value("tried", nlohmann::json::array());
   if (p.devices < 1 || p.microbatches < 1 || p.micro_batch_size < 1)
     throw SpecError(fmt::format("{}: devices, microbatches and micro_batch_size must be at least 1", source));
+  if (p.inflight_slack < 0) throw SpecError(fmt::format("{}: inflight_slack must not be negative", source));
+  if (!(p.memory_limit_bytes >= 0)) throw SpecError(fmt::format("{}: memory_limit_bytes must not be negative", source));
+  // The partition covers the model's blocks, each once (what `rrfp train
+  // --plan` checks against the model it builds).
+  try {
+    const auto layers = p.config.find("layers");
+    check_counts(p.counts, layers != p.config.end() && layers->is_number_integer()
+                               ? layers->get<int>()
+                               : std::accumulate(p.counts.begin(), p.counts.end(), 0));
+  } catch (const SpecError& e) {
+    throw SpecError(fmt::format("{}: {}", source, e.what()));
+  }
   const auto stages = need<nlohmann::json>(j, "stages", source);
   if (!stages.is_array() || stages.size() != p.counts.size())
     throw SpecError(fmt::format("{}: 'stages' lists {} stage costs for a partition of {} stages", source,
@@ -96,6 +114,9 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   for (const auto& s : stages) {
     BaseCost c{need<double>(s, "F_ms", source), need<double>(s, "B_ms", source), need<double>(s, "W_ms", source),
                need<double>(s, "BW_ms", source)};
+    for (double ms : {c.f, c.b, c.w})
+      if (!(ms >= 0) || std::isinf(ms))
+        throw SpecError(fmt::format("{}: a stage's pass costs {} ms (costs are finite and not negative)", source, ms));
     p.costs.cost.push_back(c);
     p.costs.activation_bytes.push_back(need<double>(s, "activation_bytes", source));
     p.costs.weight_bytes.push_back(need<double>(s, "weight_bytes", source));

@@ -157,3 +157,16 @@ TEST(RuntimeCuda, RanksOfANodeSplitItsGpus) {
   EXPECT_EQ(gpus_of_share({4, 7}, {1, 4}), (std::vector<int>{7}));  // device ids, not positions
   EXPECT_THROW(gpus_of_share(four, {2, 2}), SpecError);
 }
+
+// StarPU-MPI's progress thread polls without a pause (StarPU's own way)
+// only where a rank has a core for it besides its workers.
+TEST(RankShare, ProgressThreadPausesOnlyWithoutASpareCore) {
+  EXPECT_EQ(cores_of_rank(1, 2, 2), 1);    // mpirun bound each of 2 ranks to a core
+  EXPECT_EQ(cores_of_rank(2, 2, 4), 1);    // unbound, 4 ranks on 2 cores: at least one
+  EXPECT_EQ(cores_of_rank(64, 64, 8), 8);  // 8 ranks on a 64-core node
+  EXPECT_EQ(cores_of_rank(4, 0, 2), 4);    // the node's core count unknown: the mask
+  EXPECT_GT(mpi_poll_backoff_us(1, 1), 0);
+  EXPECT_GT(mpi_poll_backoff_us(2, 2), 0);
+  EXPECT_EQ(mpi_poll_backoff_us(8, 1), 0);
+  EXPECT_EQ(mpi_poll_backoff_us(3, 2), 0);
+}

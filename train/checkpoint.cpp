@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "graph/input_file.hpp"
+
 namespace rrfp::train {
 
 namespace {
@@ -179,6 +181,7 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c) {
 
 Checkpoint load_checkpoint(const std::string& dir) {
   const std::string path = checkpoint_path(dir);
+  reject_directory(path, "checkpoint");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CheckpointError(fmt::format("cannot read checkpoint '{}': {}", path, errno_text()));
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

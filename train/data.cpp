@@ -9,6 +9,7 @@
 
 #include "codelets/splitmix.hpp"
 #include "graph/pipeline_spec.hpp"
+#include "graph/input_file.hpp"
 
 namespace rrfp::train {
 
@@ -97,6 +98,7 @@ std::string generate_corpus(std::uint64_t seed, std::size_t bytes) {
 }
 
 std::string load_text(const std::string& path) {
+  reject_directory(path, "data file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SpecError(fmt::format("cannot read data file '{}': {}", path, std::strerror(errno)));
   std::ostringstream ss;

@@ -115,9 +115,12 @@ void Pipeline::forward(int s, int m, const void* in, void* out) {
   {
     ChargeScope charge(mem_[static_cast<size_t>(s) * pipes_ + pipe_of(m)]);
     if (s > 0 && in) {
-      // The activation handle StarPU delivered, viewed: it lives until the
-      // run ends, after this stage's backward.
-      sl.input = view_message(in).requires_grad_(true);
+      // The activation handle StarPU delivered, viewed: its host buffer
+      // lives until the run ends, after this stage's backward. Its copy on
+      // a GPU does not: no task holds the handle between F and B, so StarPU
+      // may evict it under memory pressure. There autograd keeps a copy.
+      torch::Tensor x = view_message(in);
+      sl.input = (x.is_cuda() ? x.clone() : x).requires_grad_(true);
     } else if (s > 0) {
       Slot& prev = slot(s - 1, m);
       check_order(prev.output.defined(), "F before the previous stage's F", s, m);
@@ -321,17 +324,35 @@ void Pipeline::add_to_sum(int s, std::vector<torch::Tensor>& grads) {
   }
 }
 
+namespace {
+// The GPU of a stage's gradients, -1 on the CPU.
+int gpu_of(const std::vector<torch::Tensor>& grads) {
+  return !grads.empty() && grads[0].is_cuda() ? grads[0].get_device() : -1;
+}
+}  // namespace
+
+// On a GPU the sums are queued on the calling worker's stream, and a stage
+// with copies on two devices (Chimera, AMDP) adds from two streams, which
+// the lock does not order (it orders host calls). So each caller waits for
+// its stream before it releases the lock, and a gradient kept for another
+// stream to add is complete first.
 void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
   std::lock_guard<std::mutex> g(acc_mu_[s]);
-  if (!det_) return add_to_sum(s, grads);
+  const int gpu = gpu_of(grads);
+  if (!det_) {
+    add_to_sum(s, grads);
+    return wait_for_current_stream(gpu);
+  }
   // Microbatch order within the stage's current group (all M without groups).
   skip_foreign(s);
   if (m != acc_base_[s] + acc_count_[s]) {  // ahead of its turn: wait for the microbatches before it
+    wait_for_current_stream(gpu);
     early_[static_cast<size_t>(s) * M_ + m] = std::move(grads);
     return;
   }
   add_to_sum(s, grads);
   add_early(s);
+  wait_for_current_stream(gpu);
 }
 
 void Pipeline::add_early(int s) {
@@ -341,6 +362,7 @@ void Pipeline::add_early(int s) {
   while (acc_count_[s] < group && !early(acc_base_[s] + acc_count_[s]).empty()) {
     auto next = std::exchange(early(acc_base_[s] + acc_count_[s]), {});
     add_to_sum(s, next);
+    wait_for_current_stream(gpu_of(next));  // read before its memory is freed to its own stream
     skip_foreign(s);
   }
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <optional>
 
 #include "hints/generators.hpp"
@@ -90,6 +91,10 @@ Trainer::Impl::Impl(Resolved r)
     if (o.async_mode == "amdp") ident["directions"] = o.directions;
   }
   if (o.resume) resume();
+  if (res.first_step > o.steps)
+    throw SpecError(fmt::format("--resume: the checkpoint in '{}' is at step {}; --steps {} trains nothing more "
+                                "(--steps counts from the start of the run)", o.checkpoint_dir, res.first_step - 1,
+                                o.steps));
   next = res.first_step;
   if (o.executor == "replay") order = replay_order(hint, &predicted_bubble);
   res.policy = o.executor == "starpu" ? "" : o.executor;
@@ -260,6 +265,11 @@ bool Trainer::Impl::checkpoint_due(int step) const {
 }
 
 void Trainer::Impl::account(StepRecord& rec) {
+  // Every rank has the same loss (it is all-reduced), so all stop alike,
+  // and before a checkpoint of the diverged weights replaces a good one.
+  if (!std::isfinite(rec.loss))
+    throw SpecError(fmt::format("step {}: the training loss is {}: the run diverged (a lower --lr?); no checkpoint "
+                                "of this step was written", rec.step, rec.loss));
   seconds_total += rec.step_s;
   tokens_total += rec.tokens;
   if (o.eval_every <= 0 || rec.step % o.eval_every != 0) return;

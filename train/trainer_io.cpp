@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 
 #include "codelets/splitmix.hpp"
+#include "sim/json_file.hpp"
 
 namespace rrfp::train {
 
@@ -162,9 +162,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
     j["async"] = {{"method", o.async_mode}, {"accumulate", o.microbatches}, {"window_steps", o.async_window}};
     if (o.async_mode == "amdp") j["async"]["directions"] = o.directions;
   }
-  std::ofstream out(path);
-  if (!out) throw SpecError(fmt::format("cannot write '{}'", path));
-  out << j.dump(2) << "\n";
+  write_json_file(path, j);
 }
 
 }  // namespace rrfp::train

@@ -1,0 +1,74 @@
+// Bad input gets a clear error, before the work when it can be known then:
+// non-finite numbers, outputs that cannot be written (a full disk, a
+// missing directory), windows whose microbatch count would overflow, a
+// diverged loss, a plan with flags it fixes, unknown tuner schedules, a
+// resume that would train nothing. Found by an audit of the command line.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "cli_run.hpp"
+
+namespace {
+
+const std::string kTrain = "train --d-model 16 --heads 2 --seq-len 8 --micro-batch-size 1 --layers 2 --quiet ";
+
+// A refusal: exit 1, 2 or CLI11's parse error (105), a message naming the
+// problem, no signal.
+void expect_refused(const std::string& args, const std::string& message) {
+  auto r = run_cli(args);
+  EXPECT_TRUE(r.code == 1 || r.code == 2 || r.code == 105) << args << " exited " << r.code << "\n" << r.out;
+  EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+}
+
+TEST(CliInputs, NonFiniteNumbersAreRefusedByEveryCommand) {
+  expect_refused("sim --bandwidth-gbps nan", "--bandwidth-gbps: 'nan' is not a finite number");
+  expect_refused("sim --unit-ms inf", "--unit-ms: 'inf' is not a finite number");
+  expect_refused(kTrain + "--steps 1 --lr inf", "--lr: 'inf' is not a finite number");
+  expect_refused("sim async --update-ms -inf", "not a finite number");
+}
+
+TEST(CliInputs, AFailedReportWriteIsAnError) {
+  // /dev/full takes the open and fails the write: a full disk.
+  expect_refused("sim --json /dev/full", "cannot write '/dev/full'");
+  expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --unit-ms 0.1 --json /dev/full",
+                 "cannot write '/dev/full'");
+  expect_refused("topo --json /dev/full", "cannot write '/dev/full'");
+}
+
+TEST(CliInputs, AnOutputDirectoryThatDoesNotExistStopsTrainingBeforeItStarts) {
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_refused(kTrain + "--steps 200 --json /nonexistent-rrfp/x.json", "directory '/nonexistent-rrfp' does not exist");
+  expect_refused(kTrain + "--steps 200 --trace /nonexistent-rrfp/t.json", "--trace");
+  // 200 steps take seconds; a refusal before the first takes none of them.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0);
+}
+
+TEST(CliInputs, AWindowWhoseMicrobatchesWouldOverflowIsRefused) {
+  expect_refused("hints show --async paci --accumulate 65536 --window 65537", "over the limit");
+  expect_refused("sim async --accumulate 1000000 --window 1000000", "over the limit");
+}
+
+TEST(CliInputs, ADivergedLossStopsTheRunWithoutACheckpoint) {
+  const std::string dir = ::testing::TempDir() + "rrfp_diverged_ckpt";
+  auto r = run_cli(kTrain + "--steps 3 --lr 1e10 --checkpoint " + dir);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("the run diverged"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint.rrfp"));  // the last good one would have stayed
+}
+
+TEST(CliInputs, AResumeThatWouldTrainNothingSaysSo) {
+  const std::string dir = ::testing::TempDir() + "rrfp_resume_nothing";
+  ASSERT_EQ(run_cli(kTrain + "--steps 3 --checkpoint " + dir).code, 0);
+  expect_refused(kTrain + "--steps 2 --checkpoint " + dir + " --resume", "is at step 3; --steps 2 trains nothing more");
+}
+
+TEST(CliInputs, UnknownTunerSchedulesAndPlanFlagsAreRefused) {
+  expect_refused("tune --profile /nonexistent.json --schedules gpipe,typo -o x.json", "unknown schedule 'typo'");
+  expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --inflight-slack -5", "--inflight-slack");
+  expect_refused("profile --model gpt-small -o x.json", "--model");
+}
+
+}  // namespace
