@@ -18,7 +18,7 @@ namespace rrfp {
 // an envelope on a rank without a spare core, in microseconds: an envelope
 // then waits at most this long (plus the timer's slack). perf/RESULTS.md,
 // "StarPU-MPI's progress thread", measured 0 to 5000.
-constexpr int kMpiPollBackoffMaxUs = 500;
+constexpr int kMpiPollBackoffMaxUs = 200;
 
 int cores_of_rank(int affinity_cores, int node_cores, int ranks_of_node) {
   const int share = node_cores > 0 ? node_cores / std::max(1, ranks_of_node) : affinity_cores;

@@ -51,6 +51,7 @@ CONFIGS = {
                   "S=2 zb-h1, torch on rrfp's order"),
 }
 DEFAULT_CONFIGS = ["plain", "s1", "gpipe", "1f1b", "zb-h1", "zbv"]
+SIDES = ("rrfp", "rrfp-mpi", "torch")
 TORCH_CLASS = {"plain": "(plain loop)", "s1": "Schedule1F1B, 1 rank", "gpipe": "ScheduleGPipe",
                "1f1b": "Schedule1F1B", "zb-h1": "ScheduleInterleavedZeroBubble, 1 stage/rank",
                "zbv": "ScheduleZBVZeroBubble, 2 stages/rank (V)",
@@ -68,7 +69,10 @@ def parse_args(argv):
     ap.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help="comma list of: " + ", ".join(CONFIGS))
     ap.add_argument("--microbatches", default="4,8", help="comma list of M (microbatches per step)")
     ap.add_argument("--micro-batch-size", type=int, default=4, help="sequences per microbatch")
-    ap.add_argument("--sides", default="rrfp,torch", help="rrfp, torch or both")
+    ap.add_argument("--sides", default="rrfp,torch",
+                    help="comma list of: rrfp (one process, a StarPU worker per stage), rrfp-mpi (mpirun, one rank "
+                         "per device, as torch's side runs), torch")
+    ap.add_argument("--mpirun", default="mpirun", help="the launcher of the rrfp-mpi side")
     ap.add_argument("--quick", action="store_true",
                     help="one short round for a smoke test: --rounds 1 --steps 3 --warmup 1 --microbatches 4, "
                          "default size (options given explicitly override these)")
@@ -95,7 +99,7 @@ def parse_args(argv):
         if c not in CONFIGS:
             ap.error(f"unknown config '{c}' (known: {', '.join(CONFIGS)})")
     for s in a.sides:
-        if s not in ("rrfp", "torch"):
+        if s not in SIDES:
             ap.error(f"unknown side '{s}'")
     if a.rounds < 1 or a.steps < 1 or a.warmup < 0 or a.warmup >= a.steps:
         ap.error("need --rounds >= 1 and 0 <= --warmup < --steps")
@@ -139,9 +143,13 @@ def one_run(a, side, size_name, cfg, M, rnd, csv_paths):
     common += size_args(size)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     _, rr_args, t_args, _ = CONFIGS[cfg]
-    if side == "rrfp":
+    if side in ("rrfp", "rrfp-mpi"):
         cmd = [a.rrfp, "train", *rr_args, *common, "--quiet", "--json", jpath]
         env.update(STARPU_WORKERS_NOBIND="1", STARPU_SILENT="1")
+        if side == "rrfp-mpi":  # one rank per device, StarPU-MPI between them (rank 0 writes the JSON)
+            cmd = [a.mpirun, "--oversubscribe", "-np", str(CONFIGS[cfg][0]), *cmd]
+            env.update(OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_ALLOW_RUN_AS_ROOT="1",
+                       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         if a.rrfp_policy:
             env["STARPU_SCHED"] = a.rrfp_policy
     else:
@@ -195,7 +203,7 @@ def summarize(a, runs):
         for cfg in a.configs:
             for M in a.ms:
                 row = {"size": size_name, "config": cfg, "microbatches": M}
-                for side in ("rrfp", "torch"):
+                for side in SIDES:
                     ok = [r for r in runs if r["size"] == size_name and r["config"] == cfg
                           and r["microbatches"] == M and r["side"] == side and r["ok"]]
                     bad = [r for r in runs if r["size"] == size_name and r["config"] == cfg
@@ -210,8 +218,9 @@ def summarize(a, runs):
                 rows.append(row)
     by = {(r["size"], r["config"], r["microbatches"]): r for r in rows}
     for r in rows:
-        rr, tt = r["rrfp"]["median"], r["torch"]["median"]
+        rr, tt, rm = r["rrfp"]["median"], r["torch"]["median"], r["rrfp-mpi"]["median"]
         r["rrfp_over_torch"] = rr / tt if rr and tt else None
+        r["rrfp_mpi_over_torch"] = rm / tt if rm and tt else None
         s1 = by.get((r["size"], "s1", r["microbatches"]))
         for side in ("rrfp", "torch"):
             v = None
@@ -246,7 +255,23 @@ def markdown(a, rows, meta):
                      fmt_loss(tt if tt["first_loss"] is not None else None), TORCH_CLASS[r["config"]]]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
-    fails = [(r, side) for r in rows for side in ("rrfp", "torch") if r[side]["failed"]]
+    if "rrfp-mpi" in a.sides:  # the same process layout on both sides
+        out.append("Same layout on both sides, one process per device (rrfp under mpirun, StarPU-MPI between ranks):")
+        out.append("")
+        out.append("| config | M | rrfp ranks tok/s median (min) | torch tok/s median (min) | rrfp ranks / torch "
+                   "| rrfp ranks / rrfp one process | rrfp ranks loss first → last |")
+        out.append("|---|---:|---:|---:|---:|---:|---|")
+        for r in rows:
+            if CONFIGS[r["config"]][0] != 2:
+                continue
+            rm, rr = r["rrfp-mpi"], r["rrfp"]
+            one = rm["median"] / rr["median"] if rm["median"] and rr["median"] else None
+            out.append("| " + " | ".join([f"{r['size']} {CONFIGS[r['config']][3]}", str(r["microbatches"]),
+                                          fmt_tps(rm["tokens_per_s"]), fmt_tps(r["torch"]["tokens_per_s"]),
+                                          fmt_ratio(r["rrfp_mpi_over_torch"]), fmt_ratio(one),
+                                          fmt_loss(rm if rm["first_loss"] is not None else None)]) + " |")
+        out.append("")
+    fails = [(r, side) for r in rows for side in SIDES if r[side]["failed"]]
     for r, side in fails:
         out.append(f"- {side} {r['size']} {r['config']} M={r['microbatches']}: {r[side]['failed']} failed run(s): "
                    f"{r[side]['error']}")
@@ -284,11 +309,11 @@ def machine_meta(a):
 
 def main(argv=None):
     a = parse_args(list(sys.argv[1:] if argv is None else argv))
-    if "rrfp" in a.sides and not os.access(a.rrfp, os.X_OK):
+    if any(s.startswith("rrfp") for s in a.sides) and not os.access(a.rrfp, os.X_OK):
         print(f"error: {a.rrfp} not found or not executable (cmake --build build, or --rrfp PATH)", file=sys.stderr)
         return 2
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
-    if "rrfp" in a.sides:
+    if any(s.startswith("rrfp") for s in a.sides):
         # Every round runs the same binary, even if build/ is rebuilt meanwhile.
         snap = os.path.join(a.out, "rrfp")
         shutil.copy2(a.rrfp, snap + ".tmp")
@@ -305,7 +330,8 @@ def main(argv=None):
             csv_paths[M] = p
     runs, size_wall = [], {}
     for size_name in a.sizes:
-        plan = [(cfg, M, side) for cfg in a.configs for M in a.ms for side in a.sides]
+        plan = [(cfg, M, side) for cfg in a.configs for M in a.ms for side in a.sides
+                if side != "rrfp-mpi" or CONFIGS[cfg][0] == 2]
         t_size = time.perf_counter()
         for rnd in range(a.rounds):
             k = (rnd * len(plan)) // a.rounds + rnd  # rotate: each round starts elsewhere, sides swap places
@@ -318,7 +344,7 @@ def main(argv=None):
                 if not a.quiet:
                     what = (f"{rec['tokens_per_s']:>9,.0f} tok/s  loss {rec['first_loss']:.4f} -> {rec['last_loss']:.4f}"
                             if rec["ok"] else "FAILED " + rec["error"])
-                    print(f"[{size_name} round {rnd + 1}/{a.rounds}] {side:5} {cfg:9} M={M:<2}  {what}  "
+                    print(f"[{size_name} round {rnd + 1}/{a.rounds}] {side:8} {cfg:9} M={M:<2}  {what}  "
                           f"({rec['wall_s']:.1f} s)", flush=True)
             size_wall.setdefault(size_name, []).append(time.perf_counter() - t_round)
         size_wall[size_name + "_total"] = time.perf_counter() - t_size
