@@ -154,6 +154,7 @@ void add_hints_command(CLI::App& app) {
   auto sa = std::make_shared<HintArgs>();
   auto* sh = hints->add_subcommand("show", "Order per device, unit-cost timeline, makespan, bubble, peak in-flight");
   add_hint_flags(sh, *sa, false);
+  sh->get_option("--hint")->default_str("");  // required unless --async: no default to show
   sh->add_option("--format", sa->format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();

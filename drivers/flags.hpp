@@ -59,8 +59,9 @@ struct HintFlags {
 };
 
 inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = true) {
-  auto* o = app->add_option("--hint", f.hint, "hint name (rrfp hints list) or csv:PATH")->capture_default_str();
+  auto* o = app->add_option("--hint", f.hint, "hint name (rrfp hints list) or csv:PATH");
   if (hint_required) o->required();
+  else o->capture_default_str();
   f.stages_opt = app->add_option("--stages", f.params.stages, "pipeline devices (p); a CSV hint's own by default")
                      ->capture_default_str();
   f.microbatches_opt =

@@ -90,6 +90,14 @@ Trainer::Impl::Impl(Resolved r)
     ident["async"] = o.async_mode;  // a synchronous checkpoint's identity stays as it was
     if (o.async_mode == "amdp") ident["directions"] = o.directions;
   }
+  if (!fault.task.empty()) {  // a failure that can never fire would pass a fault test silently
+    bool names_one = false;
+    for (int id = 0; id < g.size() && !names_one; ++id) names_one = task_matches(g, id, fault.task);
+    for (int s = 0; s < P && !names_one; ++s) names_one = fault.task == fmt::format("opt{}", s);
+    if (!names_one)
+      throw SpecError(fmt::format("RRFP_FAIL_TASK='{}' names no task of this run (a cell label such as 1F0 or "
+                                  "0B2, or opt<stage>)", fault.task));
+  }
   if (o.resume) resume();
   if (res.first_step > o.steps)
     throw SpecError(fmt::format("--resume: the checkpoint in '{}' is at step {}; --steps {} trains nothing more "
