@@ -108,6 +108,9 @@ void add_train_command(CLI::App& app) {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
     if (directions->count() > 0 && o->async_mode != "amdp") throw SpecError("--directions needs --async amdp");
     if (accumulate->count() > 0 && o->async_mode.empty()) throw SpecError("--accumulate needs --async");
+    if (c->count("--window") > 0 && o->async_mode.empty()) throw SpecError("--window needs --async");
+    if (c->count("--checkpoint-every") > 0 && o->checkpoint_dir.empty())
+      throw SpecError("--checkpoint-every needs --checkpoint DIR");
     if (accumulate->count() > 0 && microbatches->count() > 0)
       throw SpecError("--accumulate sets the microbatches per step: drop --microbatches");
     if (o->model == "gpt-small") {  // its sizes, unless given

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <set>
 
 #include "drivers/commands.hpp"
 #include "drivers/flags.hpp"
@@ -58,12 +57,6 @@ void add_tune_command(CLI::App& app) {
     o->objective.mode = parse_mode(*policy);
     if (!placements->empty()) o->placements = split_list(*placements);
     if (!schedules->empty()) o->schedules = split_list(*schedules);
-    static const std::set<std::string> known = {"gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "zbv",
-                                                "chimera", "chimera-asym", "greedy", "greedy-wide"};
-    for (const std::string& sc : o->schedules)
-      if (known.count(sc) == 0)
-        throw SpecError(fmt::format("--schedules: unknown schedule '{}' (known: {})", sc, fmt::join(known, ", ")));
-    if (o->max_moves < 0) throw SpecError("--max-moves must not be negative");
     require_output_dir(*out, "-o");
     if (!*quiet)
       o->log = [](const std::string& line) {

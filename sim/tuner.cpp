@@ -275,6 +275,14 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   if (o.microbatches < 1) throw SpecError("--microbatches must be at least 1");
   if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");
   if (o.objective.seeds < 1) throw SpecError("--seeds must be at least 1");
+  if (o.max_moves < 0) throw SpecError("--max-moves must not be negative");
+  // Every schedule some layout offers (layout_schedules), so a typo is named
+  // instead of silently searching nothing.
+  static const std::vector<std::string> known = {"gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "zbv",
+                                                 "chimera", "chimera-asym", "greedy", "greedy-wide"};
+  for (const std::string& sc : o.schedules)
+    if (std::find(known.begin(), known.end(), sc) == known.end())
+      throw SpecError(fmt::format("--schedules: unknown schedule '{}' (known: {})", sc, fmt::join(known, ", ")));
   std::vector<Layout> layouts;
   if (o.placements.empty()) {
     layouts.push_back(parse_layout("linear"));

@@ -66,7 +66,16 @@ TEST(CliInputs, AResumeThatWouldTrainNothingSaysSo) {
 }
 
 TEST(CliInputs, UnknownTunerSchedulesAndPlanFlagsAreRefused) {
-  expect_refused("tune --profile /nonexistent.json --schedules gpipe,typo -o x.json", "unknown schedule 'typo'");
+  const std::string prof = ::testing::TempDir() + "rrfp_inputs_profile.json";
+  ASSERT_EQ(run_cli("profile --layers 2 --d-model 16 --heads 2 --seq-len 8 --repetitions 1 -o " + prof).code, 0);
+  const std::string out = " -o " + ::testing::TempDir() + "rrfp_inputs_plan.json";
+  expect_refused("tune --profile " + prof + " --schedules gpipe,typo" + out, "unknown schedule 'typo'");
+  expect_refused("tune --profile " + prof + " --max-moves -1" + out, "--max-moves must not be negative");
+  // A plan fixes the hint and its dimensions; its partition must cover the model.
+  const std::string plan = ::testing::TempDir() + "rrfp_inputs_plan.json";
+  ASSERT_EQ(run_cli("tune --profile " + prof + " --quiet -o " + plan).code, 0);
+  expect_refused("sim --plan " + plan + " --stages 4", "--plan fixes the schedule");
+  expect_refused("sim --plan " + plan + " --variability lognormal:0.5", "drop --variability");
   expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --inflight-slack -5", "--inflight-slack");
   expect_refused("profile --model gpt-small -o x.json", "--model");
 }

@@ -44,6 +44,7 @@ Pipeline::Pipeline(const Model& model, int model_stages, int microbatches, bool 
     param_index_.push_back(std::move(index));
   }
   acc_mu_ = std::make_unique<std::mutex[]>(model_stages);
+  shared_sum_.assign(model_stages, 1);
   peak_ = std::make_unique<std::atomic<std::int64_t>[]>(model_stages);
 }
 
@@ -169,6 +170,10 @@ void Pipeline::set_placement(std::vector<std::vector<int>> placement, std::vecto
   devices_ = 0;
   for (const auto& row : placement)
     for (int d : row) devices_ = std::max(devices_, d + 1);
+  for (int s = 0; s < stages(); ++s) {
+    shared_sum_[s] = 0;
+    for (const auto& row : placement) shared_sum_[s] |= row[s] != placement[0][s] ? 1 : 0;
+  }
   placement_ = std::move(placement);
   mb_pipeline_ = std::move(mb_pipeline);
   pipes_ = P;
@@ -333,12 +338,13 @@ int gpu_of(const std::vector<torch::Tensor>& grads) {
 
 // On a GPU the sums are queued on the calling worker's stream, and a stage
 // with copies on two devices (Chimera, AMDP) adds from two streams, which
-// the lock does not order (it orders host calls). So each caller waits for
-// its stream before it releases the lock, and a gradient kept for another
-// stream to add is complete first.
+// the lock does not order (it orders host calls). So there each caller
+// waits for its stream before it releases the lock, and a gradient kept for
+// another stream to add is complete first. A stage on one device (one
+// stream) keeps its adds asynchronous.
 void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
   std::lock_guard<std::mutex> g(acc_mu_[s]);
-  const int gpu = gpu_of(grads);
+  const int gpu = shared_sum_[s] ? gpu_of(grads) : -1;
   if (!det_) {
     add_to_sum(s, grads);
     return wait_for_current_stream(gpu);
@@ -362,7 +368,7 @@ void Pipeline::add_early(int s) {
   while (acc_count_[s] < group && !early(acc_base_[s] + acc_count_[s]).empty()) {
     auto next = std::exchange(early(acc_base_[s] + acc_count_[s]), {});
     add_to_sum(s, next);
-    wait_for_current_stream(gpu_of(next));  // read before its memory is freed to its own stream
+    if (shared_sum_[s]) wait_for_current_stream(gpu_of(next));  // read before its memory returns to its stream
     skip_foreign(s);
   }
 }
