@@ -151,9 +151,13 @@ void add_compare(CLI::App* sim) {
   c->add_option("--act-mb", f->act_mb, "activation MB per microbatch on one device (split over its stages)");
   c->add_option("--weight-mb", f->weight_mb, "weight MB of one device's share of the model");
   c->add_option("--json", *json, "write the table as JSON");
-  c->callback([f, hints, json] {
+  c->callback([c, f, hints, json] {
     Scenario sc = f->scenario();
-    auto rows = compare_hints(split_list(*hints), f->hint.params, sc, f->act_mb * 1e6, f->weight_mb * 1e6);
+    HintParams csv = f->hint.params;  // a CSV hint takes the file's sizes unless given (docs/hints.md)
+    if (c->count("--stages") == 0) csv.stages = 0;
+    if (c->count("--microbatches") == 0) csv.microbatches = 0;
+    if (c->count("--chunks") == 0) csv.chunks = 0;
+    auto rows = compare_hints(split_list(*hints), f->hint.params, sc, f->act_mb * 1e6, f->weight_mb * 1e6, &csv);
     fmt::print("p={} m={} cost {} unit {} ms, latency {} ms, bandwidth {} Gbit/s, message {} MB\n",
                f->hint.params.stages, f->hint.params.microbatches, f->cost.cost, sc.cost.unit_ms, f->latency_ms,
                f->bandwidth_gbps, f->message_mb);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "drivers/commands.hpp"
 #include "drivers/env_config.hpp"
@@ -29,6 +30,26 @@ void require_finite_numbers(CLI::App* app) {
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) require_finite_numbers(sub);
 }
 
+// CLI11 answers `rrfp foo` and `rrfp hints foo` with "A subcommand is
+// required": name the word it did not know, and what it knows there.
+void check_command_words(CLI::App* app, int argc, char** argv) {
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    std::vector<std::string> known;
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
+      known.push_back(sub->get_name());
+      if (sub->check_name(argv[i])) next = sub;
+    }
+    if (!next) {
+      if (app->get_require_subcommand_min() > 0)
+        throw rrfp::SpecError("unknown command '" + std::string(argv[i]) + "' (known here: " +
+                              CLI::detail::join(known, ", ") + ")");
+      return;
+    }
+    app = next;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,6 +67,7 @@ int main(int argc, char** argv) {
   require_finite_numbers(&app);
   if (rrfp::cli::launched_under_mpi()) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
   try {
+    check_command_words(&app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -23,10 +23,11 @@ std::vector<int> ranks(const std::vector<double>& v) {
 }  // namespace
 
 std::vector<CompareRow> compare_hints(const std::vector<std::string>& hints, const HintParams& p, const Scenario& sc,
-                                      double act_bytes_per_device, double weight_bytes_per_device) {
+                                      double act_bytes_per_device, double weight_bytes_per_device,
+                                      const HintParams* csv) {
   std::vector<CompareRow> rows;
   for (const std::string& name : hints) {
-    HintParams hp = p;
+    HintParams hp = csv && is_csv_hint(name) ? *csv : p;
     if (name == "interleaved-1f1b" && hp.chunks == 0) hp.chunks = 2;
     if (name != "interleaved-1f1b") hp.chunks = 0;
     Hint h = make_hint(name, hp);

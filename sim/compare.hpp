@@ -24,8 +24,11 @@ struct CompareRow {
 // Every task's cost is scaled by devices/model_stages, so each hint does the
 // same work per device whatever its chunking; likewise for activation and
 // weight bytes per stage.
+// `csv`: the sizes a CSV hint (csv:PATH) is made with, 0 for the file's
+// own (the flags the user did not give); null: `p` for every hint.
 std::vector<CompareRow> compare_hints(const std::vector<std::string>& hints, const HintParams& p, const Scenario& sc,
-                                      double act_bytes_per_device, double weight_bytes_per_device);
+                                      double act_bytes_per_device, double weight_bytes_per_device,
+                                      const HintParams* csv = nullptr);
 
 std::string format_compare(const std::vector<CompareRow>& rows);
 

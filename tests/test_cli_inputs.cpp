@@ -80,4 +80,20 @@ TEST(CliInputs, UnknownTunerSchedulesAndPlanFlagsAreRefused) {
   expect_refused("profile --model gpt-small -o x.json", "--model");
 }
 
+TEST(CliInputs, AnUnknownCommandIsNamed) {
+  expect_refused("foo", "unknown command 'foo' (known here: hints, bench");
+  expect_refused("hints foo", "unknown command 'foo' (known here: list, show");
+  EXPECT_EQ(run_cli("hints list").code, 0);
+  EXPECT_EQ(run_cli("sim compare --hints 1f1b --stages 2 --microbatches 2").code, 0);
+}
+
+TEST(CliInputs, SimCompareTakesACsvHintsOwnSizes) {
+  const std::string csv = ::testing::TempDir() + "rrfp_inputs_1f1b.csv";
+  ASSERT_EQ(run_cli("hints export --hint 1f1b --stages 2 --microbatches 2 > " + csv).code, 0);
+  auto r = run_cli("sim compare --hints 1f1b,csv:" + csv);  // 1f1b at the defaults, the CSV at its own
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("csv:"), std::string::npos) << r.out;
+  expect_refused("sim compare --hints csv:" + csv + " --stages 4", "--stages 4");
+}
+
 }  // namespace
