@@ -44,7 +44,6 @@ Pipeline::Pipeline(const Model& model, int model_stages, int microbatches, bool 
     param_index_.push_back(std::move(index));
   }
   acc_mu_ = std::make_unique<std::mutex[]>(model_stages);
-  shared_sum_.assign(model_stages, 1);
   peak_ = std::make_unique<std::atomic<std::int64_t>[]>(model_stages);
 }
 
@@ -116,10 +115,8 @@ void Pipeline::forward(int s, int m, const void* in, void* out) {
   {
     ChargeScope charge(mem_[static_cast<size_t>(s) * pipes_ + pipe_of(m)]);
     if (s > 0 && in) {
-      // The activation handle StarPU delivered, viewed: its host buffer
-      // lives until the run ends, after this stage's backward. Its copy on
-      // a GPU does not: no task holds the handle between F and B, so StarPU
-      // may evict it under memory pressure. There autograd keeps a copy.
+      // The activation handle StarPU delivered, viewed: its host buffer lives
+      // until the run ends; a GPU copy StarPU may evict before B, so copy it.
       torch::Tensor x = view_message(in);
       sl.input = (x.is_cuda() ? x.clone() : x).requires_grad_(true);
     } else if (s > 0) {
@@ -170,10 +167,6 @@ void Pipeline::set_placement(std::vector<std::vector<int>> placement, std::vecto
   devices_ = 0;
   for (const auto& row : placement)
     for (int d : row) devices_ = std::max(devices_, d + 1);
-  for (int s = 0; s < stages(); ++s) {
-    shared_sum_[s] = 0;
-    for (const auto& row : placement) shared_sum_[s] |= row[s] != placement[0][s] ? 1 : 0;
-  }
   placement_ = std::move(placement);
   mb_pipeline_ = std::move(mb_pipeline);
   pipes_ = P;
@@ -329,22 +322,20 @@ void Pipeline::add_to_sum(int s, std::vector<torch::Tensor>& grads) {
   }
 }
 
-namespace {
-// The GPU of a stage's gradients, -1 on the CPU.
-int gpu_of(const std::vector<torch::Tensor>& grads) {
-  return !grads.empty() && grads[0].is_cuda() ? grads[0].get_device() : -1;
+// A stage with copies on several devices (Chimera's mirrors; AMDP, which
+// sets no placement) adds its sums on GPUs from several streams, which the
+// lock does not order: each adder waits for its stream before unlocking,
+// and a gradient kept for another stream is complete first. -1: no wait.
+int Pipeline::shared_sum_gpu(int s, const std::vector<torch::Tensor>& grads) const {
+  if (grads.empty() || !grads[0].is_cuda()) return -1;
+  for (const auto& row : placement_)
+    if (row[s] != placement_[0][s]) return grads[0].get_device();
+  return placement_.empty() ? grads[0].get_device() : -1;
 }
-}  // namespace
 
-// On a GPU the sums are queued on the calling worker's stream, and a stage
-// with copies on two devices (Chimera, AMDP) adds from two streams, which
-// the lock does not order (it orders host calls). So there each caller
-// waits for its stream before it releases the lock, and a gradient kept for
-// another stream to add is complete first. A stage on one device (one
-// stream) keeps its adds asynchronous.
 void Pipeline::accumulate(int s, int m, std::vector<torch::Tensor> grads) {
   std::lock_guard<std::mutex> g(acc_mu_[s]);
-  const int gpu = shared_sum_[s] ? gpu_of(grads) : -1;
+  const int gpu = shared_sum_gpu(s, grads);
   if (!det_) {
     add_to_sum(s, grads);
     return wait_for_current_stream(gpu);
@@ -368,7 +359,7 @@ void Pipeline::add_early(int s) {
   while (acc_count_[s] < group && !early(acc_base_[s] + acc_count_[s]).empty()) {
     auto next = std::exchange(early(acc_base_[s] + acc_count_[s]), {});
     add_to_sum(s, next);
-    if (shared_sum_[s]) wait_for_current_stream(gpu_of(next));  // read before its memory returns to its stream
+    wait_for_current_stream(shared_sum_gpu(s, next));  // read before its memory returns to its stream
     skip_foreign(s);
   }
 }

@@ -169,12 +169,9 @@ class Pipeline {
   // (stage, microbatch); empty when W runs in microbatch order.
   std::vector<std::vector<torch::Tensor>> early_;
   void add_to_sum(int s, std::vector<torch::Tensor>& grads);  // under acc_mu_[s]
+  int shared_sum_gpu(int s, const std::vector<torch::Tensor>& grads) const;
   std::vector<torch::Tensor> backward_to(int s, const Slot& sl, torch::autograd::edge_list wrt);
   std::unique_ptr<std::mutex[]> acc_mu_;
-  // Per stage: its copies run on more than one device (Chimera's mirrors),
-  // so on GPUs its sums are added from several streams. Without a placement
-  // (AMDP) every stage counts as shared.
-  std::vector<unsigned char> shared_sum_;
   std::vector<std::shared_ptr<MemCounter>> mem_;
   std::unique_ptr<std::atomic<std::int64_t>[]> peak_;
   // Activation counters: one per stage copy, mem_[s * pipes_ + p].

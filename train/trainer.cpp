@@ -93,7 +93,7 @@ Trainer::Impl::Impl(Resolved r)
   if (!fault.task.empty()) {  // a failure that can never fire would pass a fault test silently
     bool names_one = false;
     for (int id = 0; id < g.size() && !names_one; ++id) names_one = task_matches(g, id, fault.task);
-    for (int s = 0; s < P && !names_one; ++s) names_one = fault.task == fmt::format("opt{}", s);
+    for (int s = 0; s < P && !names_one; ++s) names_one = fault.names_optimizer(s);
     if (!names_one)
       throw SpecError(fmt::format("RRFP_FAIL_TASK='{}' names no task of this run (a cell label such as 1F0 or "
                                   "0B2, or opt<stage>)", fault.task));

@@ -48,9 +48,9 @@ struct Fault {
           fmt::format("injected failure in task {} at step {} (RRFP_FAIL_TASK)", g.label(id), step));
   }
   bool hits_optimizer(int stage, int step) const {
-    if (task.empty() || (this->step >= 0 && step != this->step)) return false;
-    return task == fmt::format("opt{}", stage);
+    return (this->step < 0 || step == this->step) && names_optimizer(stage);
   }
+  bool names_optimizer(int stage) const { return !task.empty() && task == fmt::format("opt{}", stage); }
 };
 
 // The emulated link of step `step` (TrainOptions::link_ms): a delay per
