@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -38,6 +39,23 @@ std::vector<std::pair<std::int64_t, std::int64_t>> EdgeRecvOrder::releasable() {
     pending_.pop_back();
     ++issued_;
   }
+  return out;
+}
+
+std::vector<std::pair<int, int>> connection_order(int me, const std::vector<int>& sends_to,
+                                                  const std::vector<int>& receives_from,
+                                                  const std::function<bool(int, int)>& has) {
+  if (sends_to.size() != receives_from.size() || me < 0 || me >= static_cast<int>(sends_to.size()))
+    throw std::logic_error("connection_order: one count per rank, and `me` among them");
+  std::vector<std::tuple<int, int, int>> keyed;  // (lower, higher, sender)
+  for (int r = 0; r < static_cast<int>(sends_to.size()); ++r) {
+    if (r == me) continue;
+    if (sends_to[r] > 0 && !has(me, r)) keyed.emplace_back(std::min(me, r), std::max(me, r), me);
+    if (receives_from[r] > 0 && !has(r, me)) keyed.emplace_back(std::min(me, r), std::max(me, r), r);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<std::pair<int, int>> out;
+  for (const auto& [lo, hi, src] : keyed) out.emplace_back(src, src == lo ? hi : lo);
   return out;
 }
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,5 +72,16 @@ class EdgeRecvOrder {
   std::int64_t issued_ = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> pending_;  // min-heap by seq
 };
+
+// The communicators rank `me` creates before a run, in the order every
+// rank agrees on: for each directed pair it sends on (sends_to[r] > 0) or
+// receives on (receives_from[r] > 0) and lacks (has(src, dst) false), sorted
+// by (lower rank, higher rank, sender). Creating one blocks both its ranks
+// until both arrive; the first pair not created anywhere has both ranks
+// done with every pair before it, so both wait in it: no cycle of waits.
+// (src, dst) pairs; tests/test_edge_order.cpp runs every rank's list.
+std::vector<std::pair<int, int>> connection_order(int me, const std::vector<int>& sends_to,
+                                                  const std::vector<int>& receives_from,
+                                                  const std::function<bool(int src, int dst)>& has);
 
 }  // namespace rrfp

@@ -85,9 +85,6 @@ void run(const BenchArgs& a) {
     throw SpecError("--cuda: this rrfp was built without CUDA (configure with -DRRFP_CUDA=ON, docs/gpu.md)");
 #else
     if (a.tensor_parallel > 1) throw SpecError("--cuda does not support --tensor-parallel yet");
-    if (mpi && transport == RankTransportKind::Ordered)
-      throw SpecError("--rank-transport ordered moves messages in CPU tasks: with --cuda ranks exchange through "
-                      "StarPU-MPI (NCCL as the ordered channels' wire is not built yet, docs/gpu.md)");
     cfg.exec.cuda = true;
     // StarPU before any CUDA call: its bus calibration may reset the GPU.
     if (mpi)

@@ -11,6 +11,10 @@
 #include "drivers/fatal.hpp"
 #include "graph/pipeline_spec.hpp"
 #include "runtime/executor.hpp"
+#ifdef RRFP_HAVE_CUDA
+#include "gpu/nccl_wire.hpp"
+#include "mpi/gpu_channels.hpp"
+#endif
 
 namespace {
 
@@ -65,6 +69,9 @@ int main(int argc, char** argv) {
   rrfp::cli::add_profile_command(app);
   rrfp::cli::add_tune_command(app);
   require_finite_numbers(&app);
+#ifdef RRFP_HAVE_CUDA
+  rrfp::set_gpu_channel_wire(rrfp::gpu::nccl_wire);  // --cuda --rank-transport ordered under mpirun
+#endif
   if (rrfp::cli::launched_under_mpi()) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
   try {
     check_command_words(&app, argc, argv);

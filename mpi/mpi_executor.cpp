@@ -8,6 +8,7 @@
 #include <starpu_mpi.h>
 
 #include "runtime/graph_run.hpp"
+#include "mpi/gpu_channels.hpp"
 #include "mpi/mpi_comm.hpp"
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
@@ -53,6 +54,20 @@ MpiOrderedChannels* ordered_channels() {
   return c;
 }
 
+// With --cuda: NCCL on the one GPU of this rank's devices (its channel
+// tasks may run on any of its workers, and a communicator has one GPU).
+// Every rank decides alike, so none is left waiting in the run.
+MessageChannels* gpu_channels(const std::vector<int>& local_worker) {
+  const int gpu = starpu_worker_get_devid(local_worker.at(0));
+  double several = 0;
+  for (int w : local_worker) several = std::max(several, starpu_worker_get_devid(w) != gpu ? 1.0 : 0.0);
+  mpi_max_in_place(&several, 1);
+  if (several > 0)
+    throw SpecError("--rank-transport ordered with --cuda needs each rank's devices on one GPU (its NCCL "
+                    "communicators have one): launch a rank per GPU, or use --rank-transport starpu-mpi");
+  return nccl_ordered_channels(gpu);
+}
+
 }  // namespace
 
 MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOptions& opt, const MpiOptions& mopt) {
@@ -61,9 +76,6 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
   const MpiWorld world = mpi_world();
   const int me = world.rank, R = world.size;
   if (K < 1) throw SpecError("--devices-per-rank must be at least 1");
-  if (opt.cuda && mopt.transport == RankTransportKind::Ordered)
-    throw SpecError("--rank-transport ordered moves messages in CPU tasks: with --cuda ranks exchange through "
-                    "StarPU-MPI (NCCL as the ordered channels' wire is not built yet, docs/gpu.md)");
   if (!opt.cuda && K > max_cpu_workers())
     throw SpecError(fmt::format("--devices-per-rank {} exceeds the {} CPU workers this StarPU allows", K, max_cpu_workers()));
   std::vector<unsigned char> local(D, 0);  // devices whose leader this rank runs
@@ -95,11 +107,12 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
     local_worker[i] = session->worker_of_local(i);
     local_of_worker[local_worker[i]] = i;
   }
+  MessageChannels* channels = nullptr;  // StarPU-MPI moves the messages
+  if (mopt.transport == RankTransportKind::Ordered && mopt.channels) channels = mopt.channels;
+  else if (mopt.transport == RankTransportKind::Ordered) channels = opt.cuda ? gpu_channels(local_worker) : ordered_channels();
   if (mopt.tp_comm) mopt.tp_comm->open();
   // The policy maps every slot to a worker; another rank's slots have
   // none here (RRFP_REMOTE_WORKER), so nothing ever pops for them.
-  MessageChannels* channels = nullptr;  // StarPU-MPI moves the messages
-  if (mopt.transport == RankTransportKind::Ordered) channels = mopt.channels ? mopt.channels : ordered_channels();
   StarpuMpiTransport transport(channels);
   GraphRunSpec spec(hint, body, opt, plan, RankLayout{me, R, K, &transport});
   spec.worker_of_slot.assign(D * T, RRFP_REMOTE_WORKER);

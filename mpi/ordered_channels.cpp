@@ -12,12 +12,14 @@
 #include <fmt/format.h>
 
 #include "comm/edge_order.hpp"
+#include "mpi/mpi_channel_wire.hpp"
 #include "mpi/mpi_session.hpp"
+#include "runtime/executor.hpp"
 
 namespace rrfp {
 
 namespace {
-constexpr int kDataTag = 7101, kAnnounceTag = 7102;
+constexpr int kAnnounceTag = 7102;  // the MPI wire sends the bytes with 7101
 
 struct Out {  // a message waiting to be sent, in sequence order
   std::int64_t seq, msg;
@@ -38,7 +40,7 @@ struct Peer {
   std::deque<Out> queue;
   bool sending = false;
   std::int64_t announce_out[3] = {0, 0, 0};  // seq, msg, bytes: must live until sent
-  MPI_Request send_req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Request announce_out_req = MPI_REQUEST_NULL;
   int sends_left = 0;
   // Receiving from the peer.
   EdgeRecvOrder recv_order;
@@ -47,7 +49,7 @@ struct Peer {
   std::map<std::int64_t, In> buffers;                            // msg -> its receive's buffer
   std::deque<std::int64_t> buffer_order;                         // msgs, as their buffers came (Receive::BufferOrder)
   std::int64_t announce_in[3] = {0, 0, 0};
-  MPI_Request announce_req = MPI_REQUEST_NULL, recv_req = MPI_REQUEST_NULL;
+  MPI_Request announce_req = MPI_REQUEST_NULL;
   bool receiving = false;
   std::int64_t receiving_into = -1;  // the message whose buffer the receive in flight fills
   int announcements_left = 0, receives_left = 0;
@@ -56,6 +58,7 @@ struct Peer {
 
 struct MpiOrderedChannels::State {
   MPI_Comm comm;
+  std::unique_ptr<ChannelWire> wire;
   Receive receive = Receive::Announced;
   int me = 0;
   mutable std::mutex m;
@@ -79,14 +82,14 @@ struct MpiOrderedChannels::State {
       if (!p.sending && !p.queue.empty()) {
         const Out& o = p.queue.front();
         p.announce_out[0] = o.seq, p.announce_out[1] = o.msg, p.announce_out[2] = static_cast<std::int64_t>(o.bytes);
-        MPI_Isend(p.announce_out, 3, MPI_INT64_T, r, kAnnounceTag, comm, &p.send_req[0]);
-        MPI_Isend(o.ptr, static_cast<int>(o.bytes), MPI_BYTE, r, kDataTag, comm, &p.send_req[1]);
+        MPI_Isend(p.announce_out, 3, MPI_INT64_T, r, kAnnounceTag, comm, &p.announce_out_req);
+        wire->start_send(r, o.ptr, o.bytes);
         p.sending = moved = true;
       }
       if (p.sending) {
-        int flag = 0;
-        MPI_Testall(2, p.send_req, &flag, MPI_STATUSES_IGNORE);
-        if (flag) {
+        int flag = 0;  // true for a request already completed (MPI_REQUEST_NULL)
+        MPI_Test(&p.announce_out_req, &flag, MPI_STATUS_IGNORE);
+        if (flag && wire->sent(r)) {
           done.push_back(std::move(p.queue.front().done));
           p.queue.pop_front();
           p.sending = false;
@@ -124,15 +127,13 @@ struct MpiOrderedChannels::State {
                                   bytes, in.bytes);
             continue;
           }
-          MPI_Irecv(in.ptr, static_cast<int>(bytes), MPI_BYTE, r, kDataTag, comm, &p.recv_req);
+          wire->start_receive(r, in.ptr, static_cast<std::size_t>(bytes));
           p.receiving_into = target;
           p.receiving = moved = true;
         }
       }
       if (p.receiving) {
-        int flag = 0;
-        MPI_Test(&p.recv_req, &flag, MPI_STATUS_IGNORE);
-        if (flag) {
+        if (wire->received(r)) {
           const std::int64_t target = p.receiving_into;
           done.push_back(std::move(p.buffers[target].done));
           p.buffers.erase(target);
@@ -158,6 +159,7 @@ struct MpiOrderedChannels::State {
         std::lock_guard<std::mutex> g(m);
         if (stop && !busy()) return;
         moved = step(done);
+        if (error.empty()) error = wire->error();
         for (const Peer& p : peers) moving = moving || p.sending || p.receiving;
       }
       for (auto& f : done) f();  // ends tasks: outside the lock
@@ -177,8 +179,10 @@ struct MpiOrderedChannels::State {
   }
 };
 
-MpiOrderedChannels::MpiOrderedChannels(MPI_Comm comm, Receive receive) : st_(std::make_shared<State>()) {
+MpiOrderedChannels::MpiOrderedChannels(MPI_Comm comm, Receive receive, std::unique_ptr<ChannelWire> wire)
+    : st_(std::make_shared<State>()) {
   st_->comm = comm;
+  st_->wire = wire ? std::move(wire) : mpi_channel_wire(comm);
   st_->receive = receive;
   int size = 1;
   MPI_Comm_rank(comm, &st_->me);
@@ -207,6 +211,11 @@ void MpiOrderedChannels::start(const std::vector<int>& sends_to, const std::vect
   if (static_cast<int>(sends_to.size()) != R || static_cast<int>(receives_from.size()) != R)
     throw std::logic_error("MpiOrderedChannels::start: one count per rank");
   st_->peers.assign(R, Peer{});
+  try {
+    st_->wire->connect(sends_to, receives_from);  // pairwise, every rank: before any transfer
+  } catch (const std::exception& e) {
+    throw UnrecoverableError(fmt::format("rank {}: ordered channels over {}: {}", st_->me, st_->wire->name(), e.what()));
+  }
   for (int r = 0; r < R; ++r) {
     st_->peers[r].sends_left = sends_to[r];
     st_->peers[r].announcements_left = st_->peers[r].receives_left = receives_from[r];
@@ -219,10 +228,10 @@ void MpiOrderedChannels::start(const std::vector<int>& sends_to, const std::vect
 namespace {
 // MPI counts are ints: a bigger message would be cut. The watchdog stops the run with the error.
 bool too_big(MpiOrderedChannels::State& st, std::int64_t msg, std::size_t bytes) {
-  if (bytes <= static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
+  if (bytes <= st.wire->max_bytes()) return false;
   if (st.error.empty())
-    st.error = fmt::format("rank {}: message {} has {} bytes; ordered channels move at most {} bytes per message", st.me,
-                           msg, bytes, std::numeric_limits<int>::max());
+    st.error = fmt::format("rank {}: message {} has {} bytes; ordered channels over {} move at most {} bytes per message",
+                           st.me, msg, bytes, st.wire->name(), st.wire->max_bytes());
   return true;
 }
 }  // namespace

@@ -1,13 +1,13 @@
-// Ordered channels between ranks over MPI (`--rank-transport ordered`):
-// the transfer design NCCL needs (comm/edge_order.hpp, docs/gpu.md,
-// "Ordered channels"), run on CPUs with MPI as the wire. Every message of a
-// directed rank pair is sent with one tag, so MPI pairs the k-th send with
-// the k-th receive exactly as NCCL pairs the calls of a communicator: a
-// receive posted for the wrong message would get the wrong bytes (the
-// bench's payload check fails the run). Per pair, one send and one receive
-// in flight at a time, in sequence order (a stream per communicator); the
-// sender announces "send k carries message X, B bytes" with a second tag,
-// and the receiver releases its k-th receive only when it knows that.
+// Ordered channels between ranks (`--rank-transport ordered`): the
+// transfer design NCCL needs (comm/edge_order.hpp, docs/gpu.md, "Ordered
+// channels"). The wire (comm/channel_wire.hpp) pairs the k-th send of a
+// directed rank pair with the peer's k-th receive: MPI with one tag per
+// pair on CPUs, NCCL with one communicator per pair on GPUs. A receive
+// posted for the wrong message would get the wrong bytes (the bench's
+// payload check fails the run). Per pair, one send and one receive in
+// flight at a time, in sequence order (a stream per communicator); the
+// sender announces "send k carries message X, B bytes" over MPI, and the
+// receiver releases its k-th receive only when it knows that.
 //
 // One progress thread per run drives every pair with non-blocking calls
 // and backs off when idle (two cores: a spinning thread would take one).
@@ -18,6 +18,7 @@
 
 #include <mpi.h>
 
+#include "comm/channel_wire.hpp"
 #include "runtime/rank_transport.hpp"
 
 namespace rrfp {
@@ -31,8 +32,10 @@ class MpiOrderedChannels final : public MessageChannels {
   // bytes land in the wrong message and its consumer says so).
   enum class Receive { Announced, BufferOrder };
   // `comm`: a communicator of every rank that no one else sends on with
-  // our tags (a duplicate of MPI_COMM_WORLD).
-  explicit MpiOrderedChannels(MPI_Comm comm, Receive receive = Receive::Announced);
+  // our tags (a duplicate of MPI_COMM_WORLD), for the announcements; `wire`
+  // moves the bytes (null: MPI on `comm`, host buffers).
+  explicit MpiOrderedChannels(MPI_Comm comm, Receive receive = Receive::Announced,
+                              std::unique_ptr<ChannelWire> wire = nullptr);
   ~MpiOrderedChannels() override;
   MpiOrderedChannels(const MpiOrderedChannels&) = delete;
   MpiOrderedChannels& operator=(const MpiOrderedChannels&) = delete;

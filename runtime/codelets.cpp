@@ -49,11 +49,6 @@ starpu_codelet make_codelet(const char* name, void (*fn)(void**, void*), starpu_
   return cl;
 }
 
-starpu_codelet cpu_only(starpu_codelet cl) {
-  cl.where = STARPU_CPU;
-  return cl;
-}
-
 struct Codelets {
   starpu_perfmodel model[4] = {make_model("rrfp_F", pass_footprint), make_model("rrfp_B", pass_footprint),
                                make_model("rrfp_W", pass_footprint), make_model("rrfp_BW", pass_footprint)};
@@ -71,9 +66,10 @@ struct Codelets {
   starpu_perfmodel install_model = make_model("rrfp_install", epilogue_footprint);
   starpu_codelet install = make_codelet("rrfp_install", epilogue_task_body, &install_model);
   // A channel's tasks hand their buffer to the wire and return; the wire
-  // ends them (MessageChannels). Host memory: CPU workers only.
-  starpu_codelet channel_send = cpu_only(make_codelet("rrfp_send", channel_task_body, nullptr, false));
-  starpu_codelet channel_receive = cpu_only(make_codelet("rrfp_receive", channel_task_body, nullptr, false));
+  // ends them (MessageChannels). On a CPU worker a host buffer (MPI's
+  // wire), on a CUDA worker one on its GPU (NCCL's, gpu/nccl_wire.hpp).
+  starpu_codelet channel_send = make_codelet("rrfp_send", channel_task_body, nullptr, false);
+  starpu_codelet channel_receive = make_codelet("rrfp_receive", channel_task_body, nullptr, false);
   starpu_codelet release = [] {
     starpu_codelet c = make_codelet("rrfp_link_release", release_task_body, nullptr, false);
     c.nbuffers = 0;

@@ -296,5 +296,64 @@ TEST(EdgeOrder, WrongDesignsAreCaught) {
   EXPECT_GT(deadlocks, 0) << "one stream per rank never deadlocked";
 }
 
+// Creating a communicator blocks both its ranks until both reach it. Every
+// rank's list runs to the end when a pair is created as soon as both ranks
+// have it at the head of their lists; false when they wait in a cycle.
+bool all_lists_complete(std::vector<std::vector<std::pair<int, int>>> lists) {
+  std::vector<size_t> at(lists.size(), 0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int r = 0; r < static_cast<int>(lists.size()); ++r) {
+      if (at[r] == lists[r].size()) continue;
+      const auto [src, dst] = lists[r][at[r]];
+      const int other = src == r ? dst : src;
+      if (at[other] < lists[other].size() && lists[other][at[other]] == lists[r][at[r]]) {
+        ++at[r], ++at[other];
+        moved = true;
+      }
+    }
+  }
+  for (size_t r = 0; r < lists.size(); ++r)
+    if (at[r] != lists[r].size()) return false;
+  return true;
+}
+
+// The NCCL wire creates its communicators pairwise in connection_order():
+// random traffic among 2-9 ranks (some pairs already connected by an
+// earlier run) never leaves ranks waiting for each other; each rank's own
+// sends first, a natural wrong order, does.
+TEST(EdgeOrder, CommunicatorsAreCreatedWithoutACycleOfWaits) {
+  std::mt19937_64 rng(7);
+  int wrong_stuck = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int R = 2 + static_cast<int>(rng() % 8);
+    std::vector<std::vector<int>> count(R, std::vector<int>(R, 0));  // messages src -> dst
+    std::vector<std::vector<bool>> has(R, std::vector<bool>(R, false));
+    for (int a = 0; a < R; ++a)
+      for (int b = 0; b < R; ++b)
+        if (a != b) {
+          count[a][b] = rng() % 3 == 0 ? 0 : 1 + static_cast<int>(rng() % 4);
+          has[a][b] = rng() % 5 == 0;
+        }
+    std::vector<std::vector<std::pair<int, int>>> lists(R), wrong(R);
+    for (int me = 0; me < R; ++me) {
+      std::vector<int> sends(R), receives(R);
+      for (int r = 0; r < R; ++r) sends[r] = count[me][r], receives[r] = count[r][me];
+      lists[me] = connection_order(me, sends, receives, [&](int s, int d) { return bool(has[s][d]); });
+      for (const auto& [s, d] : lists[me]) {
+        ASSERT_TRUE(s == me || d == me);
+        ASSERT_GT(count[s][d], 0);
+        ASSERT_FALSE(has[s][d]);
+      }
+      wrong[me] = lists[me];
+      std::stable_sort(wrong[me].begin(), wrong[me].end(), [me](auto x, auto y) { return (x.first == me) > (y.first == me); });
+    }
+    ASSERT_TRUE(all_lists_complete(lists)) << "trial " << trial << ": " << R << " ranks wait in a cycle";
+    wrong_stuck += !all_lists_complete(wrong);
+  }
+  EXPECT_GT(wrong_stuck, 100) << "the wrong order never deadlocked: the check would prove little";
+  EXPECT_THROW(connection_order(3, {1, 1}, {1, 1}, [](int, int) { return false; }), std::logic_error);
+}
+
 }  // namespace
 }  // namespace rrfp

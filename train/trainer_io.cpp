@@ -56,9 +56,6 @@ void check_options(const TrainOptions& o) {
   if (!(o.link_jitter >= 0 && o.link_jitter < 1))
     throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", o.link_jitter));
   if (o.cuda && o.executor == "replay") throw SpecError("--cuda runs with the starpu or plain executor, not replay");
-  if (o.cuda && o.multi_rank && o.ordered_channels)
-    throw SpecError("--rank-transport ordered moves messages in CPU tasks: with --cuda ranks exchange through "
-                    "StarPU-MPI (NCCL as the ordered channels' wire is not built yet, docs/gpu.md)");
   // Its all-reduces run inside autograd nodes, which LibTorch runs on one
   // thread per GPU: two members of a group in one process would each block
   // it waiting for the other (docs/gpu.md). One member per process is safe.

@@ -25,6 +25,7 @@
 #include "drivers/env_config.hpp"
 #include "drivers/fatal.hpp"
 #include "hints/generators.hpp"
+#include "mpi/mpi_channel_wire.hpp"
 #include "mpi/mpi_comm.hpp"
 #include "mpi/mpi_executor.hpp"
 #include "mpi/mpi_session.hpp"
@@ -34,11 +35,13 @@
 
 #include <mpi.h>
 
+#include "tests/mpi/contract_wire.hpp"
+
 using namespace rrfp;
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY] [starpu-mpi|ordered|ordered-wrong|cuda]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s HINT STAGES MICROBATCHES DEVICES_PER_RANK [UNIT_MS] [LINK_MS] [VARIABILITY] [starpu-mpi|ordered|ordered-wrong|ordered-contract|cuda]\n", argv[0]);
     return 2;
   }
   HintParams p;
@@ -53,10 +56,17 @@ int main(int argc, char** argv) {
   c.var = parse_variability(argc > 7 ? argv[7] : "lognormal:0.3");
   if (argc > 8 && std::string(argv[8]).rfind("ordered", 0) == 0) mo.transport = RankTransportKind::Ordered;
   // ordered-wrong: receives posted into buffers in the order they came, not by announcement: must fail.
-  std::unique_ptr<MpiOrderedChannels> wrong;
+  std::unique_ptr<MpiOrderedChannels> own_channels;  // instead of the process's own
   if (argc > 8 && std::string(argv[8]) == "ordered-wrong") {
-    wrong = std::make_unique<MpiOrderedChannels>(ordered_channels_comm(), MpiOrderedChannels::Receive::BufferOrder);
-    mo.channels = wrong.get();
+    own_channels = std::make_unique<MpiOrderedChannels>(ordered_channels_comm(), MpiOrderedChannels::Receive::BufferOrder);
+    mo.channels = own_channels.get();
+  }
+  // ordered-contract: the channels held to what the NCCL wire relies on (contract_wire.hpp).
+  if (argc > 8 && std::string(argv[8]) == "ordered-contract") {
+    own_channels = std::make_unique<MpiOrderedChannels>(
+        ordered_channels_comm(), MpiOrderedChannels::Receive::Announced,
+        std::make_unique<ContractWire>(mpi_channel_wire(ordered_channels_comm())));
+    mo.channels = own_channels.get();
   }
   const bool cuda = argc > 8 && std::string(argv[8]) == "cuda";
   try {
