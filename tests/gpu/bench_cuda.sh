@@ -7,7 +7,8 @@
 # above the lower bound. Prints rrfp-fixed / rrfp-wait. Then, where
 # mpirun is on the PATH, the same bench on 2 ranks x 2 devices, each rank's
 # devices CUDA workers of its share of the GPUs (one GPU: both ranks on
-# it), StarPU-MPI moving the messages between them (docs/gpu.md).
+# it), StarPU-MPI moving the messages between them (docs/gpu.md); with
+# two GPUs or more, again with --rank-transport ordered (NCCL between them).
 # Usage: bench_cuda.sh RRFP
 rrfp=$1
 nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU (nvidia-smi -L failed): skipped"; exit 77; }
@@ -39,6 +40,15 @@ assert j["messages_checked"] > 0, j["messages_checked"]  # rank 0's, on its GPU
 print(f"GPU bench, 2 ranks x 2 CUDA workers: makespan {j['makespan_s']:.4f} s, over the lower bound "
       f"{j['makespan_over_lb']:.3f}, {j['messages_checked']} messages checked on rank 0")
 PY
+  # Ordered channels over NCCL, with a GPU per rank: every message's bytes
+  # checked on its consumer's GPU after crossing through NCCL.
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-wait -x CUDA_VISIBLE_DEVICES=0,1 "$rrfp" $args \
+      --devices-per-rank 2 --rank-transport ordered --json "$dir/nccl.json" || exit 1
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['messages_checked'] > 0; \
+print(f\"GPU bench over NCCL, 2 ranks: makespan {j['makespan_s']:.4f} s, {j['messages_checked']} messages checked\")" \
+      "$dir/nccl.json" || exit 1
+  fi
 else
   echo "no Open MPI 4 mpirun here: the two-rank --cuda run is skipped"
 fi

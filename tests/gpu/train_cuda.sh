@@ -25,7 +25,10 @@
 #     ranks: losses equal the one-process GPU runs' within 1e-5; and
 #     tensor parallelism 2 with one member per rank (host-staged
 #     all-reduces, one of them on LibTorch's autograd thread) equals the
-#     CPU run within rtol 1e-4.
+#     CPU run within rtol 1e-4. With two GPUs or more, the run of 1 on 2
+#     ranks with --rank-transport ordered (NCCL between the ranks' GPUs)
+#     gives the StarPU-MPI run's losses within 1e-5; with one, it is
+#     refused with an error naming the shared GPU.
 # Usage: train_cuda.sh RRFP
 rrfp=$1
 nvidia-smi -L >/dev/null 2>&1 || { echo "no GPU (nvidia-smi -L failed): skipped"; exit 77; }
@@ -60,6 +63,17 @@ if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
   tp="train --quiet --model gpt-tiny --stages 1 --tensor-parallel 2 --steps 4 --deterministic"
   "$rrfp" $tp --json "$dir/tp_cpu.json" || exit 1
   mpirun --oversubscribe -np 2 "$rrfp" $tp --cuda --devices-per-rank 1 --json "$dir/tp_gpu.json" || exit 1
+  # NCCL as the ordered channels' wire: a GPU per rank, else a clear refusal.
+  ordered="$tiny --cuda --rank-transport ordered"
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed -x CUDA_VISIBLE_DEVICES=0,1 "$rrfp" $ordered \
+      --json "$dir/nccl.json" || exit 1
+    ranks=nccl
+  else
+    out=$(mpirun --oversubscribe -np 2 "$rrfp" $ordered 2>&1) && { echo "two ranks on one GPU over NCCL did not fail"; exit 1; }
+    echo "$out" | grep -q "NCCL puts a GPU in a communicator once" || { echo "$out"; echo "no clear error for two ranks on one GPU"; exit 1; }
+    echo "OK: two ranks on one GPU with --rank-transport ordered are refused, by name"
+  fi
 else
   echo "no Open MPI 4 mpirun here: the two-rank --cuda runs are skipped"
 fi
@@ -93,7 +107,10 @@ for m in ("paci", "amdp"):
     for st in steps(f"{m}_gpu"):
         assert all(x <= b for x, b in zip(st["version_drift_max"], st["version_drift_bound"])), (m, st)
 print("OK: PACI and AMDP on CUDA workers match the CPU runs, drift within their bounds")
-if sys.argv[2] == "2":
+if sys.argv[2] == "nccl":
+    close(loss("nccl"), loss("mpi"), 1e-5, "GPU 2 ranks: ordered channels over NCCL vs StarPU-MPI")
+    print("OK: on 2 GPUs the ordered channels over NCCL give StarPU-MPI's losses")
+if sys.argv[2] in ("2", "nccl"):
     close(loss("mpi"), loss("fixed"), 1e-5, "GPU 2 ranks vs one process")
     close(loss("chimera2"), loss("chimera1"), 1e-5, "GPU Chimera 2 ranks vs one process")
     close(loss("paci_mpi"), loss("paci_gpu"), 1e-5, "GPU PACI 2 ranks vs one process")
