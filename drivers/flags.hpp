@@ -68,7 +68,7 @@ inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = tru
       app->add_option("--microbatches", f.params.microbatches, "microbatches per iteration; a CSV hint's own by default")
           ->capture_default_str();
   f.chunks_opt = app->add_option("--chunks", f.params.chunks, "model stages per device (interleaved hints)");
-  app->add_option("--waves", f.params.waves, "waves (hanayo)");
+  app->add_option("--waves", f.params.waves, "waves (hanayo)")->check(CLI::PositiveNumber);
   auto* split = app->add_flag("--split", f.split, "split backward into B (input) and W (weights)");
   app->add_flag("--fused", f.fused, "fused backward (one BW task)")->excludes(split);
 }

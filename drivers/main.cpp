@@ -21,7 +21,9 @@ namespace {
 // Every floating-point flag of every subcommand takes finite numbers only:
 // CLI11 parses "nan" and "inf" as doubles, and range checks (x >= 0) let
 // them through (inf) or are easy to forget.
-void require_finite_numbers(CLI::App* app) {
+// Unsigned flags (--seed) take no sign: CLI11 would wrap -1 to 2^64 - 1.
+// Text flags take no empty value: "" would read as "not given" (--json "").
+void require_sane_values(CLI::App* app) {
   static const CLI::Validator finite(
       [](std::string& v) {
         double x = 0;
@@ -29,9 +31,17 @@ void require_finite_numbers(CLI::App* app) {
                                                                      : std::string();
       },
       "", "finite");
-  for (CLI::Option* o : app->get_options())
-    if (o->get_type_name().rfind("FLOAT", 0) == 0) o->check(finite);
-  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) require_finite_numbers(sub);
+  static const CLI::Validator unsigned_value(
+      [](std::string& v) { return v.rfind('-', 0) == 0 ? "'" + v + "' is negative" : std::string(); }, "", "unsigned");
+  static const CLI::Validator nonempty(
+      [](std::string& v) { return v.empty() ? std::string("an empty value") : std::string(); }, "", "nonempty");
+  for (CLI::Option* o : app->get_options()) {
+    const std::string type = o->get_type_name();
+    if (type.rfind("FLOAT", 0) == 0) o->check(finite);
+    if (type.rfind("UINT", 0) == 0) o->check(unsigned_value);
+    if (type.rfind("TEXT", 0) == 0) o->check(nonempty);
+  }
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) require_sane_values(sub);
 }
 
 // CLI11 answers `rrfp foo` and `rrfp hints foo` with "A subcommand is
@@ -68,7 +78,7 @@ int main(int argc, char** argv) {
   rrfp::cli::add_topo_command(app);
   rrfp::cli::add_profile_command(app);
   rrfp::cli::add_tune_command(app);
-  require_finite_numbers(&app);
+  require_sane_values(&app);
 #ifdef RRFP_HAVE_CUDA
   rrfp::set_gpu_channel_wire(rrfp::gpu::nccl_wire);  // --cuda --rank-transport ordered under mpirun
 #endif

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "graph/pipeline_spec.hpp"
+#include "plot/picture_file.hpp"
 
 namespace rrfp {
 
@@ -27,12 +28,12 @@ void render_line_chart(const std::string& title, const std::string& xlabel, cons
   const double W = 800 + legend_w, H = 500, L = 70, R = 20 + legend_w, T = 40, B = 50;
   if (opt.log_x && !(x0 > 0)) throw SpecError("a logarithmic x axis needs positive x values");
   auto fx = [&](double x) { return opt.log_x ? std::log(x) : x; };
-  bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
-  bool png = path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0;
-  if (!svg && !png) throw SpecError(fmt::format("'{}': picture format must be .png or .svg", path));
-  cairo_surface_t* surf = svg ? cairo_svg_surface_create(path.c_str(), W, H)
+  PictureFile file(path);
+  const bool svg = file.svg();
+  cairo_surface_t* surf = svg ? cairo_svg_surface_create(file.write_path(), W, H)
                               : cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(W), static_cast<int>(H));
   std::unique_ptr<cairo_surface_t, void (*)(cairo_surface_t*)> guard(surf, cairo_surface_destroy);
+  if (cairo_surface_status(surf) != CAIRO_STATUS_SUCCESS) throw SpecError(fmt::format("cannot create picture '{}'", path));
   cairo_t* cr = cairo_create(surf);
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
@@ -97,9 +98,11 @@ void render_line_chart(const std::string& title, const std::string& xlabel, cons
   }
   cairo_destroy(cr);
   cairo_surface_flush(surf);
-  if (png && cairo_surface_write_to_png(surf, path.c_str()) != CAIRO_STATUS_SUCCESS)
+  if (!svg && cairo_surface_write_to_png(surf, file.write_path()) != CAIRO_STATUS_SUCCESS)
     throw SpecError(fmt::format("cannot write '{}'", path));
   cairo_surface_finish(surf);
+  if (cairo_surface_status(surf) != CAIRO_STATUS_SUCCESS) throw SpecError(fmt::format("cannot write '{}'", path));
+  file.commit();
 }
 
 }  // namespace rrfp

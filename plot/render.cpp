@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "graph/pipeline_spec.hpp"
+#include "plot/picture_file.hpp"
 
 namespace rrfp {
 
@@ -121,10 +122,9 @@ void render_timeline(const Timeline& t, const std::string& path) {
   if (t.slices.empty()) throw SpecError("nothing to draw: the timeline has no slices");
   const double W = 1400, left = 140, top = 50, row = std::clamp(400.0 / std::max<size_t>(t.tracks.size(), 1), 14.0, 44.0);
   const double H = top + row * t.tracks.size() + 30;
-  bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
-  bool png = path.size() >= 4 && path.compare(path.size() - 4, 4, ".png") == 0;
-  if (!svg && !png) throw SpecError(fmt::format("'{}': picture format must be .png or .svg", path));
-  cairo_surface_t* surface = svg ? cairo_svg_surface_create(path.c_str(), W, H)
+  PictureFile file(path);
+  const bool svg = file.svg();
+  cairo_surface_t* surface = svg ? cairo_svg_surface_create(file.write_path(), W, H)
                                  : cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(W), static_cast<int>(H));
   std::unique_ptr<cairo_surface_t, void (*)(cairo_surface_t*)> guard(surface, cairo_surface_destroy);
   if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS)
@@ -133,10 +133,11 @@ void render_timeline(const Timeline& t, const std::string& path) {
   draw(cr, t, W, H, left, top, row);
   cairo_destroy(cr);
   cairo_surface_flush(surface);
-  if (png && cairo_surface_write_to_png(surface, path.c_str()) != CAIRO_STATUS_SUCCESS)
+  if (!svg && cairo_surface_write_to_png(surface, file.write_path()) != CAIRO_STATUS_SUCCESS)
     throw SpecError(fmt::format("cannot write '{}'", path));
   cairo_surface_finish(surface);
   if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) throw SpecError(fmt::format("cannot write '{}'", path));
+  file.commit();
 }
 
 }  // namespace rrfp

@@ -97,3 +97,37 @@ TEST(CliInputs, SimCompareTakesACsvHintsOwnSizes) {
 }
 
 }  // namespace
+
+namespace {
+
+// CLI11 would wrap -1 into an unsigned flag, an empty text would read as
+// "not given", and --waves 0 as the default.
+TEST(CliInputs, NegativeUnsignedEmptyTextAndZeroWavesAreRefused) {
+  expect_refused("sim --seed -1", "'-1' is negative");
+  expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --seed -5", "'-5' is negative");
+  expect_refused("sim --json ''", "--json: an empty value");
+  expect_refused("hints show --hint ''", "an empty value");
+  expect_refused("sim --hint hanayo --stages 2 --waves 0", "--waves");
+  expect_refused("hints show --hint hanayo --stages 2 --waves 0", "--waves");
+}
+
+// A picture that cannot be written leaves nothing behind, not an empty or
+// half file: a file size limit (ulimit -f, its signal ignored) makes the
+// write fail the way a full disk does.
+TEST(CliInputs, AFailedPictureLeavesNoFile) {
+  const std::string png = ::testing::TempDir() + "rrfp_failed_picture.png";
+  std::filesystem::remove(png);
+  const std::string args = "sim --hint 1f1b --stages 2 --microbatches 4 --png " + png;
+  auto r = run_cli(args, "trap '' XFSZ; ulimit -f 2;");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot write '" + png + "'"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(png));
+  EXPECT_FALSE(std::filesystem::exists(png + ".tmp"));
+  r = run_cli(args);  // without the limit: written, under its own name only
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_GT(std::filesystem::file_size(png), 2048u);
+  EXPECT_FALSE(std::filesystem::exists(png + ".tmp"));
+  std::filesystem::remove(png);
+}
+
+}  // namespace
