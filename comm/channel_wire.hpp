@@ -35,6 +35,9 @@ class ChannelWire {
   virtual std::string error() = 0;
   // The largest message one call moves (MPI counts are ints).
   virtual std::size_t max_bytes() const = 0;
+  // Whether a transfer in flight moves only while someone calls the wire
+  // (MPI's progress): the channels' thread then polls it without pausing.
+  virtual bool needs_polling() const = 0;
   // "MPI" or "NCCL": for messages.
   virtual const char* name() const = 0;
 };

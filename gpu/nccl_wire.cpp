@@ -6,9 +6,11 @@
 
 #include <array>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -24,22 +26,6 @@ void check_nccl(ncclResult_t r, const char* what) {
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(e)));
 }
-
-// The calling thread on `dev` until the end of the scope (connect() runs on
-// the caller's thread, which torch may have on another device).
-class DeviceScope {
- public:
-  explicit DeviceScope(int dev) {
-    check_cuda(cudaGetDevice(&prev_), "cudaGetDevice");
-    check_cuda(cudaSetDevice(dev), "cudaSetDevice");
-  }
-  ~DeviceScope() { cudaSetDevice(prev_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int prev_ = 0;
-};
 
 // One direction of a rank pair: its communicator and, on this side, a
 // stream and the event recorded after the call in flight.
@@ -64,16 +50,19 @@ class NcclWire final : public ChannelWire {
   NcclWire(const NcclWire&) = delete;
   NcclWire& operator=(const NcclWire&) = delete;
 
+  // On a thread of its own, so that the caller's current device (torch's
+  // main thread) stays as it was.
   void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from) override {
-    DeviceScope on(dev_);
-    if (!checked_) {
-      check_distinct_gpus();
-      check_cuda(cudaMalloc(&scratch_, 8), "cudaMalloc (the warm-up byte)");
-      checked_ = true;
-    }
-    // Pairwise and blocking, in the order every rank agrees on (no cycle of waits).
-    auto has = [&](int src, int dst) { return (src == rv_.me ? to_[dst] : from_[src]).comm != nullptr; };
-    for (const auto& [src, dst] : connection_order(rv_.me, sends_to, receives_from, has)) create(src, dst);
+    std::exception_ptr failed;
+    std::thread([&] {
+      try {
+        check_cuda(cudaSetDevice(dev_), "cudaSetDevice");
+        connect_here(sends_to, receives_from);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }).join();
+    if (failed) std::rethrow_exception(failed);
   }
 
   void start_send(int peer, const void* ptr, std::size_t bytes) override {
@@ -98,9 +87,21 @@ class NcclWire final : public ChannelWire {
     return error_;
   }
   std::size_t max_bytes() const override { return std::numeric_limits<std::size_t>::max(); }
+  bool needs_polling() const override { return false; }  // the GPU moves the bytes
   const char* name() const override { return "NCCL"; }
 
  private:
+  void connect_here(const std::vector<int>& sends_to, const std::vector<int>& receives_from) {
+    if (!checked_) {
+      check_distinct_gpus();
+      check_cuda(cudaMalloc(&scratch_, 8), "cudaMalloc (the warm-up byte)");
+      checked_ = true;
+    }
+    // Pairwise and blocking, in the order every rank agrees on (no cycle of waits).
+    auto has = [&](int src, int dst) { return (src == rv_.me ? to_[dst] : from_[src]).comm != nullptr; };
+    for (const auto& [src, dst] : connection_order(rv_.me, sends_to, receives_from, has)) create(src, dst);
+  }
+
   // Host name and PCI bus id of every rank's GPU: two ranks on one GPU
   // would make NCCL fail (or hang) at the first communicator between them.
   void check_distinct_gpus() {

@@ -1,7 +1,8 @@
 #include "mpi/gpu_channels.hpp"
 
-#include <map>
 #include <mutex>
+
+#include <fmt/format.h>
 
 #include "mpi/mpi_comm.hpp"
 #include "mpi/mpi_session.hpp"
@@ -48,11 +49,20 @@ MessageChannels* nccl_ordered_channels(int cuda_device) {
   std::lock_guard<std::mutex> g(lock());
   if (!factory())
     throw SpecError("--rank-transport ordered with --cuda moves messages with NCCL: this rrfp was built without it");
-  static auto* by_gpu = new std::map<int, MpiOrderedChannels*>();
-  MpiOrderedChannels*& c = (*by_gpu)[cuda_device];
-  if (!c)
+  // One wire per process: its first run gathers every rank's GPU and
+  // creates communicators pairwise, so a second wire on one rank alone
+  // would wait for ranks that never join it.
+  static int gpu = -1;
+  static MpiOrderedChannels* c = nullptr;
+  if (!c) {
     c = new MpiOrderedChannels(ordered_channels_comm(), MpiOrderedChannels::Receive::Announced,
                                factory()(cuda_device, mpi_rendezvous()));
+    gpu = cuda_device;
+  }
+  if (cuda_device != gpu)
+    throw UnrecoverableError(fmt::format("rank {}: the ordered channels' NCCL communicators are on GPU {}; this run's "
+                                         "devices are on GPU {} (one GPU per rank for the whole process)",
+                                         mpi_world().rank, gpu, cuda_device));
   return c;
 }
 

@@ -15,7 +15,8 @@ using GpuWireFactory = std::unique_ptr<ChannelWire> (*)(int cuda_device, WireRen
 void set_gpu_channel_wire(GpuWireFactory factory);
 
 // Kept for the process (a failed run's thread may still point into it),
-// one per GPU a run asked for. SpecError when no wire was registered.
+// on the GPU of its first run. SpecError when no wire was registered,
+// UnrecoverableError when a later run is on another GPU.
 MessageChannels* nccl_ordered_channels(int cuda_device);
 
 }  // namespace rrfp

@@ -28,6 +28,7 @@ class MpiChannelWire final : public ChannelWire {
   bool received(int peer) override { return test(recv_[peer]); }
   std::string error() override { return ""; }  // MPI's default handler aborts on errors
   std::size_t max_bytes() const override { return static_cast<std::size_t>(std::numeric_limits<int>::max()); }
+  bool needs_polling() const override { return true; }
   const char* name() const override { return "MPI"; }
 
  private:

@@ -54,10 +54,11 @@ MpiOrderedChannels* ordered_channels() {
   return c;
 }
 
-// With --cuda: NCCL on the one GPU of this rank's devices (its channel
-// tasks may run on any of its workers, and a communicator has one GPU).
-// Every rank decides alike, so none is left waiting in the run.
-MessageChannels* gpu_channels(const std::vector<int>& local_worker) {
+// With --cuda: NCCL on the one GPU of this rank's devices (a communicator
+// has one GPU), the channel tasks on the CUDA workers of that GPU (the
+// session may hold others). Every rank decides alike, so none is left
+// waiting in the run.
+MessageChannels* gpu_channels(const std::vector<int>& local_worker, std::vector<int>& channel_workers) {
   const int gpu = starpu_worker_get_devid(local_worker.at(0));
   double several = 0;
   for (int w : local_worker) several = std::max(several, starpu_worker_get_devid(w) != gpu ? 1.0 : 0.0);
@@ -65,6 +66,10 @@ MessageChannels* gpu_channels(const std::vector<int>& local_worker) {
   if (several > 0)
     throw SpecError("--rank-transport ordered with --cuda needs each rank's devices on one GPU (its NCCL "
                     "communicators have one): launch a rank per GPU, or use --rank-transport starpu-mpi");
+  channel_workers.clear();
+  for (unsigned w = 0; w < starpu_worker_get_count(); ++w)
+    if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CUDA_WORKER && starpu_worker_get_devid(static_cast<int>(w)) == gpu)
+      channel_workers.push_back(static_cast<int>(w));
   return nccl_ordered_channels(gpu);
 }
 
@@ -108,13 +113,16 @@ MpiExecResult execute_mpi(const Hint& hint, const TaskBody& body, const ExecOpti
     local_of_worker[local_worker[i]] = i;
   }
   MessageChannels* channels = nullptr;  // StarPU-MPI moves the messages
+  std::vector<int> channel_workers;      // any worker here
   if (mopt.transport == RankTransportKind::Ordered && mopt.channels) channels = mopt.channels;
-  else if (mopt.transport == RankTransportKind::Ordered) channels = opt.cuda ? gpu_channels(local_worker) : ordered_channels();
+  else if (mopt.transport == RankTransportKind::Ordered)
+    channels = opt.cuda ? gpu_channels(local_worker, channel_workers) : ordered_channels();
   if (mopt.tp_comm) mopt.tp_comm->open();
   // The policy maps every slot to a worker; another rank's slots have
   // none here (RRFP_REMOTE_WORKER), so nothing ever pops for them.
   StarpuMpiTransport transport(channels);
   GraphRunSpec spec(hint, body, opt, plan, RankLayout{me, R, K, &transport});
+  spec.channel_workers = channel_workers;
   spec.worker_of_slot.assign(D * T, RRFP_REMOTE_WORKER);
   for (int i = 0; i < K; ++i) spec.worker_of_slot[me * K + i] = local_worker[i];
   // Another rank's slow task looks like no progress here: the window is

@@ -28,8 +28,9 @@ starpu_perfmodel make_model(const char* symbol, uint32_t (*fp)(starpu_task*)) {
 }
 
 // gpu_async: on a CUDA worker the task ends when the work the function
-// enqueued on the worker's stream is done (passes, epilogues); else when
-// the function returns (the emulated wire's tasks).
+// enqueued on the worker's stream is done (passes, epilogues, channel
+// tasks, releases); else when the function returns (the emulated wire's
+// link tasks).
 starpu_codelet make_codelet(const char* name, void (*fn)(void**, void*), starpu_perfmodel* model, bool gpu_async = true) {
   starpu_codelet cl;
   starpu_codelet_init(&cl);
@@ -68,10 +69,13 @@ struct Codelets {
   // A channel's tasks hand their buffer to the wire and return; the wire
   // ends them (MessageChannels). On a CPU worker a host buffer (MPI's
   // wire), on a CUDA worker one on its GPU (NCCL's, gpu/nccl_wire.hpp).
-  starpu_codelet channel_send = make_codelet("rrfp_send", channel_task_body, nullptr, false);
-  starpu_codelet channel_receive = make_codelet("rrfp_receive", channel_task_body, nullptr, false);
+  // Asynchronous on a GPU like the release below, though they enqueue
+  // nothing: StarPU holds a synchronous CUDA task until the worker's
+  // previous passes are done, which would delay every transfer by a pass.
+  starpu_codelet channel_send = make_codelet("rrfp_send", channel_task_body, nullptr);
+  starpu_codelet channel_receive = make_codelet("rrfp_receive", channel_task_body, nullptr);
   starpu_codelet release = [] {
-    starpu_codelet c = make_codelet("rrfp_link_release", release_task_body, nullptr, false);
+    starpu_codelet c = make_codelet("rrfp_link_release", release_task_body, nullptr);
     c.nbuffers = 0;
     return c;
   }();

@@ -56,6 +56,7 @@ struct Submission {
   std::vector<TaskArg> args;                      // per member task
   std::vector<LinkArg> link_args;
   std::vector<ChannelArg> channel_args;  // per channel node (send, receive)
+  std::vector<std::uint32_t> channel_mask;  // their workers (GraphRunSpec::channel_workers), a bit each
   std::vector<EpilogueArg> epi_args;
   std::unique_ptr<ArrivalArg[]> arrival_args;  // per node
   std::vector<starpu_task*> tasks;  // member tasks, then links, then epilogues; null: not run here
@@ -241,6 +242,10 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       if (plan.is_channel_node(node)) {
         sub->channel_args[node - plan.send_node(0)].task = t;
         starpu_task_end_dep_add(t, 1);  // released when the channel has moved the bytes
+        if (!sub->channel_mask.empty()) {
+          t->workerids = sub->channel_mask.data();
+          t->workerids_len = static_cast<unsigned>(sub->channel_mask.size());
+        }
       }
       // A message from another rank: the watchdog counts its arrival.
       for (const AccessSpec& a : acc)
@@ -297,6 +302,10 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
       sub->channel_args[2 * c + 1].arrival = &sub->arrival_args[node];
       ++expected_remote;
     }
+  }
+  for (int w : spec.channel_workers) {
+    if (sub->channel_mask.size() <= static_cast<size_t>(w / 32)) sub->channel_mask.resize(w / 32 + 1, 0);
+    sub->channel_mask[w / 32] |= 1u << (w % 32);
   }
   if (channels) channels->start(sends_to, receives_from);
   for (int e = 0; e < epis; ++e) sub->epi_args[e] = {e, &run, &sub->plan, plan.epilogue_node(e)};

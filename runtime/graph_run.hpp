@@ -37,6 +37,9 @@ struct GraphRunSpec {
   RankLayout layout;
   std::vector<int> worker_of_slot;  // per slot: its StarPU worker here, RRFP_REMOTE_WORKER elsewhere
   double timeout_s;                 // no progress for this long: the run failed
+  // Ordered channels' send and receive tasks run on these workers (their
+  // wire's GPU), any worker here when empty.
+  std::vector<int> channel_workers;
 };
 
 struct GraphRunOutcome {

@@ -62,7 +62,10 @@ void link_task_body(void** /*buffers*/, void* cl_arg) {
   a->run->link->schedule(a->task, a->run->abort.load() ? 0.0 : a->delay_s);
 }
 
-void release_task_body(void** /*buffers*/, void* cl_arg) { starpu_task_end_dep_release(static_cast<starpu_task*>(cl_arg)); }
+void release_task_body(void** /*buffers*/, void* cl_arg) {
+  (void)worker_cuda_stream();  // on a GPU: StarPU warns about a CUDA task that never asked for its stream
+  starpu_task_end_dep_release(static_cast<starpu_task*>(cl_arg));
+}
 
 void end_on_a_worker(starpu_task* held, int priority) {
   starpu_task* r = starpu_task_create();
@@ -73,18 +76,36 @@ void end_on_a_worker(starpu_task* held, int priority) {
   if (starpu_task_submit(r) != 0) starpu_task_end_dep_release(held);  // StarPU is going down: from here then
 }
 
+namespace {
+// The buffer is ours on the worker's memory node: hand it to the wire,
+// which gives it back (and ends the task) when the bytes have moved.
+void channel_buffer_acquired(void* arg) {
+  auto* a = static_cast<ChannelArg*>(arg);
+  starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(a->task, 0);
+  void* ptr = starpu_data_handle_to_pointer(h, static_cast<unsigned>(a->node));
+  auto done = [a, h] {
+    starpu_data_release_on_node(h, a->node);
+    if (!a->send && a->arrived) a->arrived(a->arrival);
+    end_on_a_worker(a->task, STARPU_MAX_PRIO);
+  };
+  if (a->send) a->channels->send(a->peer, a->msg, ptr, a->bytes, std::move(done));
+  else a->channels->receive(a->peer, a->msg, ptr, a->bytes, std::move(done));
+}
+}  // namespace
+
 void channel_task_body(void** buffers, void* cl_arg) {
   auto* a = static_cast<ChannelArg*>(cl_arg);
-  void* ptr = reinterpret_cast<void*>(STARPU_VECTOR_GET_PTR(buffers[0]));
-  const std::size_t bytes = STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
-  if (a->send) {
-    a->channels->send(a->peer, a->msg, ptr, bytes, [a] { end_on_a_worker(a->task, STARPU_MAX_PRIO); });
-    return;
-  }
-  a->channels->receive(a->peer, a->msg, ptr, bytes, [a] {
-    if (a->arrived) a->arrived(a->arrival);
-    end_on_a_worker(a->task, STARPU_MAX_PRIO);
-  });
+  (void)worker_cuda_stream();  // as in release_task_body
+  a->bytes = STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
+  a->node = static_cast<int>(starpu_worker_get_memory_node(static_cast<unsigned>(starpu_worker_get_id())));
+  // StarPU lets go of the task's own hold on the buffer when the body
+  // returns, well before the held task ends: on a GPU it could then write
+  // the buffer back or reuse its memory while the wire still moves it. A
+  // hold of our own (no implicit dependencies: the task orders the data)
+  // keeps it until the wire is done. A send's read hold comes at once; a
+  // receive's write hold once the task has let go.
+  starpu_data_acquire_on_node_cb_sequential_consistency(STARPU_TASK_GET_HANDLE(a->task, 0), a->node,
+                                                        a->send ? STARPU_R : STARPU_W, channel_buffer_acquired, a, 0);
 }
 
 void epilogue_task_body(void** buffers, void* cl_arg) {

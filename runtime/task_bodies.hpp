@@ -20,8 +20,10 @@ struct LinkArg {
 };
 
 // A send or receive task of an ordered channel (DataPlan::channels): its
-// body hands its buffer to the channels and the task ends when they call
-// back; a receive then calls arrived(arrival) for the watchdog.
+// body takes a hold of its own on the buffer (read for a send, write for a
+// receive) and hands it to the channels; when they call back, the hold is
+// released and the task ends; a receive then calls arrived(arrival) for
+// the watchdog.
 struct ChannelArg {
   MessageChannels* channels = nullptr;
   starpu_task* task = nullptr;
@@ -30,6 +32,8 @@ struct ChannelArg {
   bool send = true;
   void (*arrived)(void*) = nullptr;
   void* arrival = nullptr;
+  std::size_t bytes = 0;  // set by the body: the message's size,
+  int node = -1;          // and the memory node of the worker that ran it
 };
 
 // An epilogue (a stage's update), or an install of its weights elsewhere.

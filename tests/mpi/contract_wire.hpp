@@ -55,6 +55,7 @@ class ContractWire final : public ChannelWire {
   }
   std::string error() override { return error_.empty() ? inner_->error() : error_; }
   std::size_t max_bytes() const override { return inner_->max_bytes(); }
+  bool needs_polling() const override { return inner_->needs_polling(); }
   const char* name() const override { return "MPI (NCCL's contract checked)"; }
 
  private:
