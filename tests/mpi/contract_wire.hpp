@@ -4,6 +4,11 @@
 // one send and one receive in flight per peer; no more transfers with a
 // peer than connect() announced. A breach fails the run through error(),
 // so the NCCL wire's contract is tested on CPUs (mpi_check ordered-contract).
+// connect() also creates its "communicators" as NCCL's wire does: pairwise,
+// in connection_order(), each a synchronous MPI handshake that blocks both
+// ranks until both arrive (as ncclCommInitRank does), naming the pair, so
+// ranks that disagree on the order wait forever (the test times out) and
+// ranks that disagree on the pair fail.
 #pragma once
 
 #include <memory>
@@ -11,16 +16,36 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include "comm/channel_wire.hpp"
+#include "comm/edge_order.hpp"
 
 namespace rrfp {
 
 class ContractWire final : public ChannelWire {
  public:
-  explicit ContractWire(std::unique_ptr<ChannelWire> inner) : inner_(std::move(inner)) {}
+  ContractWire(std::unique_ptr<ChannelWire> inner, MPI_Comm comm) : inner_(std::move(inner)), comm_(comm) {
+    MPI_Comm_rank(comm, &me_);
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    connected_.assign(static_cast<size_t>(size) * size, false);
+  }
   void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from) override {
     if (in_flight()) breach("connect() while a transfer of the last run is in flight");
+    const int R = static_cast<int>(sends_to.size());
+    auto has = [&](int src, int dst) { return bool(connected_[static_cast<size_t>(src) * R + dst]); };
+    for (const auto& [src, dst] : connection_order(me_, sends_to, receives_from, has)) {
+      int pair[2] = {src, dst};
+      if (src == me_) {
+        MPI_Ssend(pair, 2, MPI_INT, dst, kHandshakeTag, comm_);
+      } else {
+        MPI_Recv(pair, 2, MPI_INT, src, kHandshakeTag, comm_, MPI_STATUS_IGNORE);
+        if (pair[0] != src || pair[1] != dst)
+          breach(fmt::format("rank {} created pair {} -> {} while this rank created {} -> {}", src, pair[0], pair[1], src, dst));
+      }
+      connected_[static_cast<size_t>(src) * R + dst] = true;
+    }
     sends_left_ = sends_to;
     receives_left_ = receives_from;
     sending_.assign(sends_to.size(), false);
@@ -67,7 +92,11 @@ class ContractWire final : public ChannelWire {
   void breach(const std::string& what) {
     if (error_.empty()) error_ = "wire contract broken: " + what;
   }
+  static constexpr int kHandshakeTag = 7104;  // the channels use 7101-7103
   std::unique_ptr<ChannelWire> inner_;
+  MPI_Comm comm_;
+  int me_ = 0;
+  std::vector<bool> connected_;  // src * ranks + dst
   std::vector<int> sends_left_, receives_left_;
   std::vector<bool> sending_, receiving_;
   int connects_ = 0;

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   if (argc > 8 && std::string(argv[8]) == "ordered-contract") {
     own_channels = std::make_unique<MpiOrderedChannels>(
         ordered_channels_comm(), MpiOrderedChannels::Receive::Announced,
-        std::make_unique<ContractWire>(mpi_channel_wire(ordered_channels_comm())));
+        std::make_unique<ContractWire>(mpi_channel_wire(ordered_channels_comm()), ordered_channels_comm()));
     mo.channels = own_channels.get();
   }
   const bool cuda = argc > 8 && std::string(argv[8]) == "cuda";
