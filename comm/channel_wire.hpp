@@ -21,8 +21,9 @@ class ChannelWire {
   // the run: ready to send to each rank r with sends_to[r] > 0 and to
   // receive from each r with receives_from[r] > 0 (NCCL: communicators
   // created on first need, pairwise, in an order every rank agrees on).
-  // Throws std::runtime_error naming the problem.
-  virtual void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from) = 0;
+  // A peer that does not answer within `timeout_s` (0: no limit) is an
+  // error. Throws std::runtime_error naming the problem.
+  virtual void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from, double timeout_s) = 0;
   // At most one send and one receive in flight per peer; the channels'
   // progress thread is the only caller of what follows.
   virtual void start_send(int peer, const void* ptr, std::size_t bytes) = 0;
@@ -48,7 +49,8 @@ class ChannelWire {
 struct WireRendezvous {
   int me = 0, ranks = 1;
   std::function<void(int dst, const void* data, std::size_t bytes)> send;
-  std::function<void(int src, void* data, std::size_t bytes)> receive;
+  // Throws std::runtime_error when nothing came within timeout_s (0: no limit).
+  std::function<void(int src, void* data, std::size_t bytes, double timeout_s)> receive;
   // Every rank's `bytes` bytes, in rank order.
   std::function<std::vector<char>(const void* mine, std::size_t bytes)> all_gather;
 };

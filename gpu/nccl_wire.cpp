@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -36,6 +37,8 @@ struct Direction {
 };
 
 class NcclWire final : public ChannelWire {
+  using Clock = std::chrono::steady_clock;
+
  public:
   NcclWire(int dev, WireRendezvous rv) : dev_(dev), rv_(std::move(rv)), to_(rv_.ranks), from_(rv_.ranks) {}
   ~NcclWire() override {
@@ -52,7 +55,8 @@ class NcclWire final : public ChannelWire {
 
   // On a thread of its own, so that the caller's current device (torch's
   // main thread) stays as it was.
-  void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from) override {
+  void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from, double timeout_s) override {
+    timeout_s_ = timeout_s;
     std::exception_ptr failed;
     std::thread([&] {
       try {
@@ -122,24 +126,61 @@ class NcclWire final : public ChannelWire {
   }
 
   // The communicator of src -> dst (src its rank 0): the id from the
-  // sender, over MPI; then one byte each way of the pair's first call.
+  // sender, over MPI; then one byte, the pair's first call. Non-blocking
+  // (ncclConfig_t::blocking = 0), so a peer that never joins is an error
+  // after the run's timeout, not a hang: NCCL's calls on it may return
+  // ncclInProgress, and settle() waits for them.
   void create(int src, int dst) {
     const bool sender = src == rv_.me;
+    const int peer = sender ? dst : src;
     ncclUniqueId id;
     if (sender) {
       check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
       rv_.send(dst, &id, sizeof id);
     } else {
-      rv_.receive(src, &id, sizeof id);
+      rv_.receive(src, &id, sizeof id, timeout_s_);
     }
     Direction& d = sender ? to_[dst] : from_[src];
-    const std::string pair = fmt::format("ncclCommInitRank (rank {} -> rank {})", src, dst);
-    check_nccl(ncclCommInitRank(&d.comm, 2, id, sender ? 0 : 1), pair.c_str());
+    const Clock::time_point deadline = deadline_from_now();
+    const std::string what = fmt::format("the NCCL communicator of rank {} -> rank {}", src, dst);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    check_nccl(settle(d, ncclCommInitRankConfig(&d.comm, 2, id, sender ? 0 : 1, &config), deadline, peer),
+               what.c_str());
     check_cuda(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     check_cuda(cudaEventCreateWithFlags(&d.done, cudaEventDisableTiming), "cudaEventCreate");
-    if (sender) check_nccl(ncclSend(scratch_, 1, ncclChar, 1, d.comm, d.stream), "ncclSend (warm-up)");
-    else check_nccl(ncclRecv(scratch_, 1, ncclChar, 0, d.comm, d.stream), "ncclRecv (warm-up)");
-    check_cuda(cudaStreamSynchronize(d.stream), "the warm-up transfer");
+    const ncclResult_t r = sender ? ncclSend(scratch_, 1, ncclChar, 1, d.comm, d.stream)
+                                  : ncclRecv(scratch_, 1, ncclChar, 0, d.comm, d.stream);
+    check_nccl(settle(d, r, deadline, peer), (what + ": the warm-up byte").c_str());
+    check_cuda(cudaEventRecord(d.done, d.stream), "cudaEventRecord");
+    for (cudaError_t e; (e = cudaEventQuery(d.done)) != cudaSuccess;) {
+      if (e != cudaErrorNotReady) check_cuda(e, (what + ": the warm-up byte").c_str());
+      if (Clock::now() > deadline) no_answer(d, peer);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+  Clock::time_point deadline_from_now() const {  // no limit: in 30 years
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                              timeout_s_ > 0 ? timeout_s_ : 1e9));
+  }
+
+  // The outcome of a call on a non-blocking communicator: ncclInProgress
+  // until NCCL has done it (a peer's part included).
+  ncclResult_t settle(Direction& d, ncclResult_t r, Clock::time_point deadline, int peer) {
+    while (r == ncclInProgress) {
+      if (Clock::now() > deadline) no_answer(d, peer);
+      std::this_thread::yield();
+      if (ncclCommGetAsyncError(d.comm, &r) != ncclSuccess) break;
+    }
+    return r;
+  }
+  [[noreturn]] void no_answer(Direction& d, int peer) {
+    ncclCommAbort(d.comm);
+    d.comm = nullptr;
+    throw std::runtime_error(fmt::format("no answer from rank {} within {} s while creating their NCCL communicator "
+                                         "(is it alive, and in the same run?)",
+                                         peer, timeout_s_));
   }
 
   // On the channels' progress thread: a failure ends the run through error().
@@ -152,6 +193,10 @@ class NcclWire final : public ChannelWire {
     }
     cudaError_t e = cudaSetDevice(dev_);
     ncclResult_t r = e == cudaSuccess ? f(d) : ncclUnhandledCudaError;
+    // Enqueueing on a connected pair takes NCCL no peer: bounded all the same.
+    const Clock::time_point deadline = deadline_from_now();
+    while (r == ncclInProgress && Clock::now() < deadline && ncclCommGetAsyncError(d.comm, &r) == ncclSuccess)
+      std::this_thread::yield();
     if (r == ncclSuccess) e = cudaEventRecord(d.done, d.stream);
     if (r != ncclSuccess || e != cudaSuccess)
       error_ = fmt::format("rank {}: {} with rank {}: {}", rv_.me, what, peer,
@@ -167,6 +212,7 @@ class NcclWire final : public ChannelWire {
   }
 
   int dev_;
+  double timeout_s_ = 0;  // connect()'s: the run's stall timeout
   WireRendezvous rv_;
   std::vector<Direction> to_, from_;  // per peer rank
   void* scratch_ = nullptr;

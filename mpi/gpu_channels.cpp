@@ -1,6 +1,7 @@
 #include "mpi/gpu_channels.hpp"
 
 #include <mutex>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -29,7 +30,12 @@ WireRendezvous mpi_rendezvous() {
   rv.me = w.rank;
   rv.ranks = w.size;
   rv.send = [](int dst, const void* data, std::size_t bytes) { mpi_send(data, bytes, dst, kWireIdTag); };
-  rv.receive = [](int src, void* data, std::size_t bytes) { mpi_recv(data, bytes, src, kWireIdTag); };
+  rv.receive = [me = w.rank](int src, void* data, std::size_t bytes, double timeout_s) {
+    if (!mpi_recv_within(data, bytes, src, kWireIdTag, timeout_s))
+      throw std::runtime_error(fmt::format("no answer from rank {} within {} s while creating their NCCL "
+                                           "communicator {} -> {} (is it alive, and in the same run?)",
+                                           src, timeout_s, src, me));
+  };
   rv.all_gather = [ranks = w.size](const void* mine, std::size_t bytes) {
     std::vector<char> all(bytes * ranks);
     MPI_Allgather(mine, static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes), MPI_BYTE,

@@ -17,7 +17,7 @@ class MpiChannelWire final : public ChannelWire {
     send_.assign(size, MPI_REQUEST_NULL);
     recv_.assign(size, MPI_REQUEST_NULL);
   }
-  void connect(const std::vector<int>&, const std::vector<int>&) override {}
+  void connect(const std::vector<int>&, const std::vector<int>&, double) override {}
   void start_send(int peer, const void* ptr, std::size_t bytes) override {
     MPI_Isend(ptr, static_cast<int>(bytes), MPI_BYTE, peer, kDataTag, comm_, &send_[peer]);
   }

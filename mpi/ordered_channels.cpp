@@ -206,7 +206,8 @@ MpiOrderedChannels::~MpiOrderedChannels() {
   else th_.join();
 }
 
-void MpiOrderedChannels::start(const std::vector<int>& sends_to, const std::vector<int>& receives_from) {
+void MpiOrderedChannels::start(const std::vector<int>& sends_to, const std::vector<int>& receives_from,
+                               double timeout_s) {
   finish();
   std::lock_guard<std::mutex> g(st_->m);
   const int R = static_cast<int>(st_->peers.size());
@@ -214,9 +215,9 @@ void MpiOrderedChannels::start(const std::vector<int>& sends_to, const std::vect
     throw std::logic_error("MpiOrderedChannels::start: one count per rank");
   st_->peers.assign(R, Peer{});
   try {
-    st_->wire->connect(sends_to, receives_from);  // pairwise, every rank: before any transfer
+    st_->wire->connect(sends_to, receives_from, timeout_s);  // pairwise, every rank: before any transfer
   } catch (const std::exception& e) {
-    throw UnrecoverableError(fmt::format("rank {}: ordered channels over {}: {}", st_->me, st_->wire->name(), e.what()));
+    throw UnrecoverableError(fmt::format("ordered channels over {}: {}", st_->wire->name(), e.what()));
   }
   for (int r = 0; r < R; ++r) {
     st_->peers[r].sends_left = sends_to[r];

@@ -40,7 +40,7 @@ class MpiOrderedChannels final : public MessageChannels {
   MpiOrderedChannels(const MpiOrderedChannels&) = delete;
   MpiOrderedChannels& operator=(const MpiOrderedChannels&) = delete;
 
-  void start(const std::vector<int>& sends_to, const std::vector<int>& receives_from) override;
+  void start(const std::vector<int>& sends_to, const std::vector<int>& receives_from, double timeout_s) override;
   void send(int dst, std::int64_t msg, const void* ptr, std::size_t bytes, std::function<void()> done) override;
   void receive(int src, std::int64_t msg, void* ptr, std::size_t bytes, std::function<void()> done) override;
   void finish() override;

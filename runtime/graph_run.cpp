@@ -307,7 +307,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     if (sub->channel_mask.size() <= static_cast<size_t>(w / 32)) sub->channel_mask.resize(w / 32 + 1, 0);
     sub->channel_mask[w / 32] |= 1u << (w % 32);
   }
-  if (channels) channels->start(sends_to, receives_from);
+  if (channels) channels->start(sends_to, receives_from, spec.timeout_s);
   for (int e = 0; e < epis; ++e) sub->epi_args[e] = {e, &run, &sub->plan, plan.epilogue_node(e)};
   for (int i = 0; i < plan.installs(); ++i)
     sub->epi_args[epis + i] = {epis + i, &run, &sub->plan, plan.install_node(i), plan.install_epilogue[i],

@@ -43,8 +43,9 @@ class MessageChannels {
  public:
   virtual ~MessageChannels() = default;
   // Before any send or receive of a run: how many messages this rank sends
-  // to and receives from each rank.
-  virtual void start(const std::vector<int>& sends_to, const std::vector<int>& receives_from) = 0;
+  // to and receives from each rank; a peer that does not join the wire's
+  // set-up within timeout_s (the run's stall timeout) fails the run.
+  virtual void start(const std::vector<int>& sends_to, const std::vector<int>& receives_from, double timeout_s) = 0;
   // `bytes` at `ptr` (kept valid until done) are message `msg` for rank `dst`.
   virtual void send(int dst, std::int64_t msg, const void* ptr, std::size_t bytes, std::function<void()> done) = 0;
   // Message `msg` from rank `src` goes to `ptr` (exactly `bytes`) when its turn comes.

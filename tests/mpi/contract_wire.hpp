@@ -8,11 +8,16 @@
 // in connection_order(), each a synchronous MPI handshake that blocks both
 // ranks until both arrive (as ncclCommInitRank does), naming the pair, so
 // ranks that disagree on the order wait forever (the test times out) and
-// ranks that disagree on the pair fail.
+// ranks that disagree on the pair fail. A peer that does not answer within
+// the timeout is an error naming it, as with NCCL's wire; `absent` makes
+// this rank such a peer (it never connects).
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -25,22 +30,31 @@ namespace rrfp {
 
 class ContractWire final : public ChannelWire {
  public:
-  ContractWire(std::unique_ptr<ChannelWire> inner, MPI_Comm comm) : inner_(std::move(inner)), comm_(comm) {
+  ContractWire(std::unique_ptr<ChannelWire> inner, MPI_Comm comm, bool absent = false)
+      : inner_(std::move(inner)), comm_(comm), absent_(absent) {
     MPI_Comm_rank(comm, &me_);
     int size = 1;
     MPI_Comm_size(comm, &size);
     connected_.assign(static_cast<size_t>(size) * size, false);
   }
-  void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from) override {
+  void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from, double timeout_s) override {
+    if (absent_) std::this_thread::sleep_for(std::chrono::minutes(10));  // until the others abort the job
     if (in_flight()) breach("connect() while a transfer of the last run is in flight");
     const int R = static_cast<int>(sends_to.size());
     auto has = [&](int src, int dst) { return bool(connected_[static_cast<size_t>(src) * R + dst]); };
     for (const auto& [src, dst] : connection_order(me_, sends_to, receives_from, has)) {
       int pair[2] = {src, dst};
-      if (src == me_) {
-        MPI_Ssend(pair, 2, MPI_INT, dst, kHandshakeTag, comm_);
-      } else {
-        MPI_Recv(pair, 2, MPI_INT, src, kHandshakeTag, comm_, MPI_STATUS_IGNORE);
+      MPI_Request r;
+      if (src == me_) MPI_Issend(pair, 2, MPI_INT, dst, kHandshakeTag, comm_, &r);
+      else MPI_Irecv(pair, 2, MPI_INT, src, kHandshakeTag, comm_, &r);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int done = 0; MPI_Test(&r, &done, MPI_STATUS_IGNORE), !done;) {
+        if (timeout_s > 0 && std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(timeout_s))
+          throw std::runtime_error(fmt::format("no answer from rank {} within {} s while creating the pair {} -> {}",
+                                               src == me_ ? dst : src, timeout_s, src, dst));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (src != me_) {
         if (pair[0] != src || pair[1] != dst)
           breach(fmt::format("rank {} created pair {} -> {} while this rank created {} -> {}", src, pair[0], pair[1], src, dst));
       }
@@ -51,7 +65,7 @@ class ContractWire final : public ChannelWire {
     sending_.assign(sends_to.size(), false);
     receiving_.assign(sends_to.size(), false);
     ++connects_;
-    inner_->connect(sends_to, receives_from);
+    inner_->connect(sends_to, receives_from, timeout_s);
   }
   void start_send(int peer, const void* ptr, std::size_t bytes) override {
     if (connects_ == 0 || sends_left_.at(peer) <= 0) breach(fmt::format("a send to rank {} connect() did not announce", peer));
@@ -95,6 +109,7 @@ class ContractWire final : public ChannelWire {
   static constexpr int kHandshakeTag = 7104;  // the channels use 7101-7103
   std::unique_ptr<ChannelWire> inner_;
   MPI_Comm comm_;
+  bool absent_ = false;
   int me_ = 0;
   std::vector<bool> connected_;  // src * ranks + dst
   std::vector<int> sends_left_, receives_left_;

@@ -61,11 +61,15 @@ int main(int argc, char** argv) {
     own_channels = std::make_unique<MpiOrderedChannels>(ordered_channels_comm(), MpiOrderedChannels::Receive::BufferOrder);
     mo.channels = own_channels.get();
   }
-  // ordered-contract: the channels held to what the NCCL wire relies on (contract_wire.hpp).
+  // ordered-contract: the channels held to what the NCCL wire relies on (contract_wire.hpp);
+  // RRFP_TEST_ABSENT_RANK=R: rank R never joins the wire's set-up.
   if (argc > 8 && std::string(argv[8]) == "ordered-contract") {
+    const char* absent = std::getenv("RRFP_TEST_ABSENT_RANK");
+    const int absent_rank = absent && *absent ? std::atoi(absent) : -1;
     own_channels = std::make_unique<MpiOrderedChannels>(
         ordered_channels_comm(), MpiOrderedChannels::Receive::Announced,
-        std::make_unique<ContractWire>(mpi_channel_wire(ordered_channels_comm()), ordered_channels_comm()));
+        std::make_unique<ContractWire>(mpi_channel_wire(ordered_channels_comm()), ordered_channels_comm(),
+                                       absent_rank >= 0 && mpi_world().rank == absent_rank));
     mo.channels = own_channels.get();
   }
   const bool cuda = argc > 8 && std::string(argv[8]) == "cuda";
