@@ -21,8 +21,8 @@ class ChannelWire {
   // the run: ready to send to each rank r with sends_to[r] > 0 and to
   // receive from each r with receives_from[r] > 0 (NCCL: communicators
   // created on first need, pairwise, in an order every rank agrees on).
-  // A peer that does not answer within `timeout_s` (0: no limit) is an
-  // error. Throws std::runtime_error naming the problem.
+  // A peer that does not answer within set_up_budget_s(timeout_s, ranks)
+  // is an error. Throws std::runtime_error naming the problem.
   virtual void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from, double timeout_s) = 0;
   // At most one send and one receive in flight per peer; the channels'
   // progress thread is the only caller of what follows.
@@ -43,14 +43,21 @@ class ChannelWire {
   virtual const char* name() const = 0;
 };
 
+// How long a rank's wire set-up may wait for its peers: creating pairs in
+// connection_order() (comm/edge_order.hpp), a rank may first wait for its
+// neighbours to create their earlier pairs, a chain of at most 2 (R - 1)
+// creations, each allowed the run's stall timeout. 0: no limit.
+inline double set_up_budget_s(double timeout_s, int ranks) {
+  return timeout_s > 0 ? timeout_s * 2 * (ranks > 1 ? ranks - 1 : 1) : 0;
+}
+
 // What ranks exchange before a wire's connections exist (NCCL's unique
 // ids): MPI, supplied by mpi/ to wires that do not link it. Blocking;
 // `all_gather` is collective.
 struct WireRendezvous {
   int me = 0, ranks = 1;
   std::function<void(int dst, const void* data, std::size_t bytes)> send;
-  // Throws std::runtime_error when nothing came within timeout_s (0: no limit).
-  std::function<void(int src, void* data, std::size_t bytes, double timeout_s)> receive;
+  std::function<void(int src, void* data, std::size_t bytes)> receive;
   // Every rank's `bytes` bytes, in rank order.
   std::function<std::vector<char>(const void* mine, std::size_t bytes)> all_gather;
 };

@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -37,8 +40,6 @@ struct Direction {
 };
 
 class NcclWire final : public ChannelWire {
-  using Clock = std::chrono::steady_clock;
-
  public:
   NcclWire(int dev, WireRendezvous rv) : dev_(dev), rv_(std::move(rv)), to_(rv_.ranks), from_(rv_.ranks) {}
   ~NcclWire() override {
@@ -53,20 +54,36 @@ class NcclWire final : public ChannelWire {
   NcclWire(const NcclWire&) = delete;
   NcclWire& operator=(const NcclWire&) = delete;
 
-  // On a thread of its own, so that the caller's current device (torch's
-  // main thread) stays as it was.
+  // On a thread of its own: the caller's current device (torch's main
+  // thread) stays as it was, and a peer that never joins is an error after
+  // the set-up's budget (comm/channel_wire.hpp) instead of a hang: the
+  // thread, blocked in NCCL or MPI, is then left to the process's abort.
   void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from, double timeout_s) override {
-    timeout_s_ = timeout_s;
-    std::exception_ptr failed;
-    std::thread([&] {
+    auto job = std::make_shared<SetUp>();
+    std::thread th([this, job, sends_to, receives_from] {
       try {
         check_cuda(cudaSetDevice(dev_), "cudaSetDevice");
-        connect_here(sends_to, receives_from);
+        connect_here(sends_to, receives_from, *job);
       } catch (...) {
-        failed = std::current_exception();
+        job->failed = std::current_exception();
       }
-    }).join();
-    if (failed) std::rethrow_exception(failed);
+      std::lock_guard<std::mutex> g(job->m);
+      job->done = true;
+      job->cv.notify_all();
+    });
+    const double budget = set_up_budget_s(timeout_s, rv_.ranks);
+    std::unique_lock<std::mutex> lk(job->m);
+    const bool done = budget <= 0 ? (job->cv.wait(lk, [&] { return job->done; }), true)
+                                  : job->cv.wait_for(lk, std::chrono::duration<double>(budget), [&] { return job->done; });
+    lk.unlock();
+    if (!done) {
+      th.detach();
+      throw std::runtime_error(fmt::format("no answer from rank {} within {} s while creating their NCCL "
+                                           "communicator (is it alive, and in the same run?)",
+                                           job->peer.load(), budget));
+    }
+    th.join();
+    if (job->failed) std::rethrow_exception(job->failed);
   }
 
   void start_send(int peer, const void* ptr, std::size_t bytes) override {
@@ -95,7 +112,16 @@ class NcclWire final : public ChannelWire {
   const char* name() const override { return "NCCL"; }
 
  private:
-  void connect_here(const std::vector<int>& sends_to, const std::vector<int>& receives_from) {
+  // What the set-up thread shares with connect(), which may stop waiting for it.
+  struct SetUp {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::exception_ptr failed;
+    std::atomic<int> peer{-1};  // the rank of the pair being created
+  };
+
+  void connect_here(const std::vector<int>& sends_to, const std::vector<int>& receives_from, SetUp& job) {
     if (!checked_) {
       check_distinct_gpus();
       check_cuda(cudaMalloc(&scratch_, 8), "cudaMalloc (the warm-up byte)");
@@ -103,7 +129,10 @@ class NcclWire final : public ChannelWire {
     }
     // Pairwise and blocking, in the order every rank agrees on (no cycle of waits).
     auto has = [&](int src, int dst) { return (src == rv_.me ? to_[dst] : from_[src]).comm != nullptr; };
-    for (const auto& [src, dst] : connection_order(rv_.me, sends_to, receives_from, has)) create(src, dst);
+    for (const auto& [src, dst] : connection_order(rv_.me, sends_to, receives_from, has)) {
+      job.peer = src == rv_.me ? dst : src;
+      create(src, dst);
+    }
   }
 
   // Host name and PCI bus id of every rank's GPU: two ranks on one GPU
@@ -126,61 +155,27 @@ class NcclWire final : public ChannelWire {
   }
 
   // The communicator of src -> dst (src its rank 0): the id from the
-  // sender, over MPI; then one byte, the pair's first call. Non-blocking
-  // (ncclConfig_t::blocking = 0), so a peer that never joins is an error
-  // after the run's timeout, not a hang: NCCL's calls on it may return
-  // ncclInProgress, and settle() waits for them.
+  // sender, over MPI; then one byte, the pair's first call (it connects
+  // NCCL's channels between the two, so later calls only enqueue).
   void create(int src, int dst) {
     const bool sender = src == rv_.me;
-    const int peer = sender ? dst : src;
     ncclUniqueId id;
     if (sender) {
       check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
       rv_.send(dst, &id, sizeof id);
     } else {
-      rv_.receive(src, &id, sizeof id, timeout_s_);
+      rv_.receive(src, &id, sizeof id);
     }
     Direction& d = sender ? to_[dst] : from_[src];
-    const Clock::time_point deadline = deadline_from_now();
     const std::string what = fmt::format("the NCCL communicator of rank {} -> rank {}", src, dst);
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    check_nccl(settle(d, ncclCommInitRankConfig(&d.comm, 2, id, sender ? 0 : 1, &config), deadline, peer),
-               what.c_str());
+    ncclComm_t comm = nullptr;
+    check_nccl(ncclCommInitRank(&comm, 2, id, sender ? 0 : 1), what.c_str());
     check_cuda(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     check_cuda(cudaEventCreateWithFlags(&d.done, cudaEventDisableTiming), "cudaEventCreate");
-    const ncclResult_t r = sender ? ncclSend(scratch_, 1, ncclChar, 1, d.comm, d.stream)
-                                  : ncclRecv(scratch_, 1, ncclChar, 0, d.comm, d.stream);
-    check_nccl(settle(d, r, deadline, peer), (what + ": the warm-up byte").c_str());
-    check_cuda(cudaEventRecord(d.done, d.stream), "cudaEventRecord");
-    for (cudaError_t e; (e = cudaEventQuery(d.done)) != cudaSuccess;) {
-      if (e != cudaErrorNotReady) check_cuda(e, (what + ": the warm-up byte").c_str());
-      if (Clock::now() > deadline) no_answer(d, peer);
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-  }
-
-  Clock::time_point deadline_from_now() const {  // no limit: in 30 years
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                              timeout_s_ > 0 ? timeout_s_ : 1e9));
-  }
-
-  // The outcome of a call on a non-blocking communicator: ncclInProgress
-  // until NCCL has done it (a peer's part included).
-  ncclResult_t settle(Direction& d, ncclResult_t r, Clock::time_point deadline, int peer) {
-    while (r == ncclInProgress) {
-      if (Clock::now() > deadline) no_answer(d, peer);
-      std::this_thread::yield();
-      if (ncclCommGetAsyncError(d.comm, &r) != ncclSuccess) break;
-    }
-    return r;
-  }
-  [[noreturn]] void no_answer(Direction& d, int peer) {
-    ncclCommAbort(d.comm);
-    d.comm = nullptr;
-    throw std::runtime_error(fmt::format("no answer from rank {} within {} s while creating their NCCL communicator "
-                                         "(is it alive, and in the same run?)",
-                                         peer, timeout_s_));
+    check_nccl(sender ? ncclSend(scratch_, 1, ncclChar, 1, comm, d.stream) : ncclRecv(scratch_, 1, ncclChar, 0, comm, d.stream),
+               (what + ": the warm-up byte").c_str());
+    check_cuda(cudaStreamSynchronize(d.stream), (what + ": the warm-up byte").c_str());
+    d.comm = comm;  // connected: only now does has() count it
   }
 
   // On the channels' progress thread: a failure ends the run through error().
@@ -192,11 +187,7 @@ class NcclWire final : public ChannelWire {
       return;
     }
     cudaError_t e = cudaSetDevice(dev_);
-    ncclResult_t r = e == cudaSuccess ? f(d) : ncclUnhandledCudaError;
-    // Enqueueing on a connected pair takes NCCL no peer: bounded all the same.
-    const Clock::time_point deadline = deadline_from_now();
-    while (r == ncclInProgress && Clock::now() < deadline && ncclCommGetAsyncError(d.comm, &r) == ncclSuccess)
-      std::this_thread::yield();
+    const ncclResult_t r = e == cudaSuccess ? f(d) : ncclUnhandledCudaError;  // blocking: enqueued when it returns
     if (r == ncclSuccess) e = cudaEventRecord(d.done, d.stream);
     if (r != ncclSuccess || e != cudaSuccess)
       error_ = fmt::format("rank {}: {} with rank {}: {}", rv_.me, what, peer,
@@ -212,7 +203,6 @@ class NcclWire final : public ChannelWire {
   }
 
   int dev_;
-  double timeout_s_ = 0;  // connect()'s: the run's stall timeout
   WireRendezvous rv_;
   std::vector<Direction> to_, from_;  // per peer rank
   void* scratch_ = nullptr;

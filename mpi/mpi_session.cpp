@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <limits>
@@ -92,25 +91,6 @@ void mpi_send(const void* data, std::size_t bytes, int dest, int tag) {
 
 void mpi_recv(void* data, std::size_t bytes, int source, int tag) {
   MPI_Recv(data, message_count(bytes), MPI_BYTE, source, tag, rrfp_mpi_comm(), MPI_STATUS_IGNORE);
-}
-
-bool mpi_recv_within(void* data, std::size_t bytes, int source, int tag, double timeout_s) {
-  if (timeout_s <= 0) {
-    mpi_recv(data, bytes, source, tag);
-    return true;
-  }
-  MPI_Request r;
-  MPI_Irecv(data, message_count(bytes), MPI_BYTE, source, tag, rrfp_mpi_comm(), &r);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  for (int done = 0;;) {
-    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-    if (done) return true;
-    if (std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  MPI_Cancel(&r);
-  MPI_Wait(&r, MPI_STATUS_IGNORE);
-  return false;
 }
 
 GpuShare node_share() {

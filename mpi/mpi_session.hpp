@@ -41,9 +41,6 @@ void mpi_sum_in_place(float* data, int n);
 // SpecError for messages over 2 GiB.
 void mpi_send(const void* data, std::size_t bytes, int dest, int tag);
 void mpi_recv(void* data, std::size_t bytes, int source, int tag);
-// The same, giving up after timeout_s (0: no limit): false then, the
-// receive cancelled.
-bool mpi_recv_within(void* data, std::size_t bytes, int source, int tag, double timeout_s);
 
 // One StarPU-MPI instance: `ncpus` CPU workers on this rank, our policy
 // or a built-in, MPI_COMM_WORLD. Throws SpecError like StarpuSession.

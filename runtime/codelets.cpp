@@ -71,7 +71,8 @@ struct Codelets {
   // wire), on a CUDA worker one on its GPU (NCCL's, gpu/nccl_wire.hpp).
   // Asynchronous on a GPU like the release below, though they enqueue
   // nothing: StarPU holds a synchronous CUDA task until the worker's
-  // previous passes are done, which would delay every transfer by a pass.
+  // previous passes are done, which would delay every send by a pass (a
+  // receive still waits for them: docs/gpu.md, "Ordered channels over NCCL").
   starpu_codelet channel_send = make_codelet("rrfp_send", channel_task_body, nullptr);
   starpu_codelet channel_receive = make_codelet("rrfp_receive", channel_task_body, nullptr);
   starpu_codelet release = [] {

@@ -41,17 +41,18 @@ class ContractWire final : public ChannelWire {
     if (absent_) std::this_thread::sleep_for(std::chrono::minutes(10));  // until the others abort the job
     if (in_flight()) breach("connect() while a transfer of the last run is in flight");
     const int R = static_cast<int>(sends_to.size());
+    const double budget = set_up_budget_s(timeout_s, R);  // as NCCL's wire: the whole set-up
+    const auto t0 = std::chrono::steady_clock::now();
     auto has = [&](int src, int dst) { return bool(connected_[static_cast<size_t>(src) * R + dst]); };
     for (const auto& [src, dst] : connection_order(me_, sends_to, receives_from, has)) {
       int pair[2] = {src, dst};
       MPI_Request r;
       if (src == me_) MPI_Issend(pair, 2, MPI_INT, dst, kHandshakeTag, comm_, &r);
       else MPI_Irecv(pair, 2, MPI_INT, src, kHandshakeTag, comm_, &r);
-      const auto t0 = std::chrono::steady_clock::now();
       for (int done = 0; MPI_Test(&r, &done, MPI_STATUS_IGNORE), !done;) {
-        if (timeout_s > 0 && std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(timeout_s))
+        if (budget > 0 && std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(budget))
           throw std::runtime_error(fmt::format("no answer from rank {} within {} s while creating the pair {} -> {}",
-                                               src == me_ ? dst : src, timeout_s, src, dst));
+                                               src == me_ ? dst : src, budget, src, dst));
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
       if (src != me_) {
