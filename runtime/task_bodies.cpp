@@ -97,7 +97,7 @@ void channel_task_body(void** buffers, void* cl_arg) {
   auto* a = static_cast<ChannelArg*>(cl_arg);
   (void)worker_cuda_stream();  // as in release_task_body
   a->bytes = STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
-  a->node = static_cast<int>(starpu_worker_get_memory_node(static_cast<unsigned>(starpu_worker_get_id())));
+  a->node = starpu_task_get_current_data_node(0);  // where StarPU put the buffer for this task
   // StarPU lets go of the task's own hold on the buffer when the body
   // returns, well before the held task ends: on a GPU it could then write
   // the buffer back or reuse its memory while the wire still moves it. A
