@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
@@ -59,6 +60,7 @@ class NcclWire final : public ChannelWire {
   // the set-up's budget (comm/channel_wire.hpp) instead of a hang: the
   // thread, blocked in NCCL or MPI, is then left to the process's abort.
   void connect(const std::vector<int>& sends_to, const std::vector<int>& receives_from, double timeout_s) override {
+    if (checked_ && connection_order(rv_.me, sends_to, receives_from, has()).empty()) return;  // every pair made
     auto job = std::make_shared<SetUp>();
     std::thread th([this, job, sends_to, receives_from] {
       try {
@@ -78,9 +80,13 @@ class NcclWire final : public ChannelWire {
     lk.unlock();
     if (!done) {
       th.detach();
-      throw std::runtime_error(fmt::format("no answer from rank {} within {} s while creating their NCCL "
-                                           "communicator (is it alive, and in the same run?)",
-                                           job->peer.load(), budget));
+      const int peer = job->peer.load();
+      throw std::runtime_error(peer < 0 ? fmt::format("no answer from the other ranks within {} s while comparing "
+                                                      "their GPUs (is every rank alive, and in the same run?)",
+                                                      budget)
+                                        : fmt::format("no answer from rank {} within {} s while creating their NCCL "
+                                                      "communicator (is it alive, and in the same run?)",
+                                                      peer, budget));
     }
     th.join();
     if (job->failed) std::rethrow_exception(job->failed);
@@ -128,11 +134,15 @@ class NcclWire final : public ChannelWire {
       checked_ = true;
     }
     // Pairwise and blocking, in the order every rank agrees on (no cycle of waits).
-    auto has = [&](int src, int dst) { return (src == rv_.me ? to_[dst] : from_[src]).comm != nullptr; };
-    for (const auto& [src, dst] : connection_order(rv_.me, sends_to, receives_from, has)) {
+    for (const auto& [src, dst] : connection_order(rv_.me, sends_to, receives_from, has())) {
       job.peer = src == rv_.me ? dst : src;
       create(src, dst);
     }
+  }
+
+  // Whether the pair src -> dst is connected (its warm-up done).
+  std::function<bool(int, int)> has() const {
+    return [this](int src, int dst) { return (src == rv_.me ? to_[dst] : from_[src]).comm != nullptr; };
   }
 
   // Host name and PCI bus id of every rank's GPU: two ranks on one GPU

@@ -77,7 +77,7 @@ void end_on_a_worker(starpu_task* held, int priority) {
 }
 
 namespace {
-// The buffer is ours on the worker's memory node: hand it to the wire,
+// The buffer is ours on the task's data node: hand it to the wire,
 // which gives it back (and ends the task) when the bytes have moved.
 void channel_buffer_acquired(void* arg) {
   auto* a = static_cast<ChannelArg*>(arg);
