@@ -19,7 +19,8 @@ inline CLI::Option* add_rank_transport_flag(CLI::App* app, std::string* value) {
   return app
       ->add_option("--rank-transport", *value,
                    "under mpirun/srun: starpu-mpi (StarPU-MPI infers the transfers) or ordered (send and receive "
-                   "tasks in one order per rank pair, the design NCCL needs; default RRFP_RANK_TRANSPORT; docs/mpi.md)")
+                   "tasks in one order per rank pair, the design NCCL needs: MPI moves the bytes, NCCL with --cuda; "
+                   "default RRFP_RANK_TRANSPORT; docs/mpi.md)")
       ->check(CLI::IsMember({"starpu-mpi", "ordered"}))
       ->capture_default_str();
 }
