@@ -60,9 +60,9 @@ MessageChannels* nccl_ordered_channels(int cuda_device) {
     gpu = cuda_device;
   }
   if (cuda_device != gpu)
-    throw UnrecoverableError(fmt::format("rank {}: the ordered channels' NCCL communicators are on GPU {}; this run's "
+    throw UnrecoverableError(fmt::format("the ordered channels' NCCL communicators are on GPU {}; this run's "
                                          "devices are on GPU {} (one GPU per rank for the whole process)",
-                                         mpi_world().rank, gpu, cuda_device));
+                                         gpu, cuda_device));
   return c;
 }
 

@@ -60,8 +60,9 @@ MpiOrderedChannels* ordered_channels() {
 // waiting in the run.
 MessageChannels* gpu_channels(const std::vector<int>& local_worker, std::vector<int>& channel_workers) {
   const int gpu = starpu_worker_get_devid(local_worker.at(0));
-  double several = 0;
-  for (int w : local_worker) several = std::max(several, starpu_worker_get_devid(w) != gpu ? 1.0 : 0.0);
+  double several = 0;  // 1 on a rank whose devices span GPUs, then on every rank
+  for (int w : local_worker)
+    if (starpu_worker_get_devid(w) != gpu) several = 1;
   mpi_max_in_place(&several, 1);
   if (several > 0)
     throw SpecError("--rank-transport ordered with --cuda needs each rank's devices on one GPU (its NCCL "

@@ -276,10 +276,12 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");
   if (o.objective.seeds < 1) throw SpecError("--seeds must be at least 1");
   if (o.max_moves < 0) throw SpecError("--max-moves must not be negative");
-  // Every schedule some layout offers (layout_schedules), so a typo is named
-  // instead of silently searching nothing.
-  static const std::vector<std::string> known = {"gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "zbv",
-                                                 "chimera", "chimera-asym", "greedy", "greedy-wide"};
+  // Every schedule some placement offers (layout_schedules), so a typo is
+  // named instead of silently searching nothing.
+  std::vector<std::string> known;
+  for (const char* placement : {"linear", "interleaved:2", "vshape", "bidirectional", "bidirectional-asym"})
+    for (const std::string& sc : layout_schedules(parse_layout(placement)))
+      if (std::find(known.begin(), known.end(), sc) == known.end()) known.push_back(sc);
   for (const std::string& sc : o.schedules)
     if (std::find(known.begin(), known.end(), sc) == known.end())
       throw SpecError(fmt::format("--schedules: unknown schedule '{}' (known: {})", sc, fmt::join(known, ", ")));
