@@ -9,6 +9,8 @@
 #include <filesystem>
 
 #include "tests/train_helpers.hpp"
+#include "hints/gen_amdp.hpp"
+#include "train/amdp_ranks.hpp"
 #include "train/async_window.hpp"
 #include "train/trainer.hpp"
 #include "train/weight_versions.hpp"
@@ -197,15 +199,43 @@ TEST(TrainAmdp, BadOptionsAreRefusedByName) {
   o = amdp(2, 2, 2);
   o.split = 1;
   refused(o, "fused backward");
-  o = amdp(2, 2, 2);  // across ranks the mirror sums and weights travel as host data
+  o = amdp(2, 2, 2);  // across ranks on GPUs: the packed state lives on the rank's GPU
   o.multi_rank = true;
   o.cuda = true;
-  try {
-    check_async_options(o);
-    ADD_FAILURE() << "--async amdp --cuda under mpirun was accepted";
-  } catch (const SpecError& e) {
-    EXPECT_NE(std::string(e.what()).find("as host data: no --cuda"), std::string::npos) << e.what();
+  EXPECT_NO_THROW(check_async_options(o));
+}
+
+// AMDP across ranks packs a stage's weights behind their version into a
+// buffer StarPU-MPI moves; the other rank views them (the older copy of
+// --deterministic) and installs only a newer version than it holds.
+TEST(TrainAmdp, PackedWeightsCrossToAnotherCopyOnlyWhenNewer) {
+  const GptConfig c = testing::small_gpt(2, 2);
+  GptModel home_model(c, 7), away_model(c, 8);
+  Pipeline home(home_model, 2, 4, true), away(away_model, 2, 4, true);
+  const Hint hint = amdp_hint(2, 2, 4, 1);
+  AmdpRanks ranks(hint, 4, 1, 1);
+  auto same = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!torch::equal(a[i], b[i])) return false;
+    return a.size() == b.size();
+  };
+  const std::size_t bytes = AmdpRanks::state_bytes(home, 1);
+  std::vector<std::int64_t> buf(1 + (bytes + 7) / 8, -1);
+  AmdpRanks::pack_weights(home, 1, 3, buf.data());
+  EXPECT_EQ(buf[0], 3);
+  EXPECT_EQ(AmdpRanks::packed_version(away, 1, buf.data()), 3);
+  const auto want = stage_weight_data(home, 1), viewed = AmdpRanks::packed_weights(away, 1, buf.data());
+  EXPECT_TRUE(same(want, viewed));
+  ASSERT_FALSE(same(stage_weight_data(away, 1), want));  // another seed
+  EXPECT_TRUE(ranks.install(away, 1, buf.data()));
+  EXPECT_EQ(ranks.installed(1), 3);
+  EXPECT_TRUE(same(stage_weight_data(away, 1), want));
+  {
+    torch::NoGradGuard no_grad;
+    stage_weight_data(away, 1).front().add_(1.0f);
   }
+  EXPECT_FALSE(ranks.install(away, 1, buf.data()));  // not newer: the copy keeps its weights
+  EXPECT_FALSE(same(stage_weight_data(away, 1), want));
 }
 
 }  // namespace rrfp::train

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "runtime/executor.hpp"
 #include "train/weight_versions.hpp"
 
@@ -13,25 +11,24 @@ namespace {
 
 std::size_t bytes_of(const torch::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
 
-// Copies `ts` one after another behind an 8-byte header.
-void pack(const std::vector<torch::Tensor>& ts, std::int64_t header, void* buf) {
-  auto* p = static_cast<char*>(buf);
-  std::memcpy(p, &header, sizeof header);
-  p += sizeof header;
-  for (const auto& t : ts) {
-    const torch::Tensor c = t.contiguous();
-    std::memcpy(p, c.data_ptr(), bytes_of(c));
-    p += bytes_of(c);
-  }
+// A packed buffer lives where the stage's tensors do: in host memory on a
+// CPU worker, on the rank's one GPU on a CUDA worker (with --cuda every
+// task runs on one, and a rank's devices share a GPU: Trainer::Impl::
+// cuda_device). So torch reads and writes it, on the task's stream.
+torch::Tensor header_at(const void* buf, const torch::Device& where) {
+  return torch::from_blob(const_cast<void*>(buf), {1}, torch::TensorOptions().dtype(torch::kInt64).device(where));
 }
 
-std::int64_t header_of(const void* buf) {
-  std::int64_t h;
-  std::memcpy(&h, buf, sizeof h);
-  return h;
+std::int64_t header_of(const void* buf, const torch::Device& where) {
+  return header_at(buf, where).item<std::int64_t>();  // on a GPU: waits for the stream
 }
 
-// The tensors of a packed buffer, shaped like `like`, viewed, not copied.
+torch::Device device_of(const std::vector<torch::Tensor>& ts) {
+  return ts.empty() ? torch::Device(torch::kCPU) : ts.front().device();
+}
+
+// The tensors of a packed buffer, shaped like `like` and on its device,
+// viewed, not copied.
 std::vector<torch::Tensor> view(const void* buf, const std::vector<torch::Tensor>& like) {
   std::vector<torch::Tensor> out;
   auto* p = const_cast<char*>(static_cast<const char*>(buf)) + sizeof(std::int64_t);
@@ -40,6 +37,14 @@ std::vector<torch::Tensor> view(const void* buf, const std::vector<torch::Tensor
     p += bytes_of(t);
   }
   return out;
+}
+
+// Copies `ts` one after another behind an 8-byte header.
+void pack(const std::vector<torch::Tensor>& ts, std::int64_t header, void* buf) {
+  torch::NoGradGuard no_grad;
+  header_at(buf, device_of(ts)).fill_(header);
+  const auto into = view(buf, ts);
+  for (size_t i = 0; i < ts.size(); ++i) into[i].copy_(ts[i]);
 }
 
 }  // namespace
@@ -76,8 +81,8 @@ std::vector<unsigned char> AmdpRanks::local_microbatches(int s) const {
 std::size_t AmdpRanks::state_bytes(const Pipeline& pipe, int s) {
   std::size_t b = 0;
   for (const auto& p : pipe.stage(s).params()) {
-    if (p.t.scalar_type() != torch::kFloat || !p.t.device().is_cpu())
-      throw SpecError(fmt::format("--async amdp under mpirun moves stage {}'s weights as CPU floats; {} is not one", s,
+    if (p.t.scalar_type() != torch::kFloat)
+      throw SpecError(fmt::format("--async amdp under mpirun moves stage {}'s weights as floats; {} is not one", s,
                                   p.name));
     b += bytes_of(p.t);
   }
@@ -108,10 +113,11 @@ void AmdpRanks::add_remote_sums(int s, int group, std::vector<torch::Tensor>& su
     // Every other rank counted its microbatches of s in this group.
     int want = 0;
     for (int m = group * group_; m < (group + 1) * group_; ++m) want += hint_.spec().device_of(s, m) / K_ == r;
-    if (header_of(buf) != want)
+    const std::int64_t held = header_of(buf, device_of(sums));
+    if (held != want)
       throw std::runtime_error(fmt::format("stage {} group {}: the gradient sum from rank {} holds {} microbatches, "
                                            "expected {}",
-                                           s, group, r, header_of(buf), want));
+                                           s, group, r, held, want));
     const auto remote = view(buf, sums);
     for (size_t i = 0; i < sums.size(); ++i) sums[i].add_(remote[i]);
   }
@@ -121,12 +127,14 @@ void AmdpRanks::pack_weights(const Pipeline& pipe, int s, std::int64_t version, 
   pack(stage_weight_data(pipe, s), version, buf);
 }
 
-std::int64_t AmdpRanks::packed_version(const void* buf) { return header_of(buf); }
+std::int64_t AmdpRanks::packed_version(const Pipeline& pipe, int s, const void* buf) {
+  return header_of(buf, device_of(stage_weight_data(pipe, s)));
+}
 std::vector<torch::Tensor> AmdpRanks::packed_weights(const Pipeline& pipe, int s, const void* buf) {
   return view(buf, stage_weight_data(pipe, s));
 }
 bool AmdpRanks::install(Pipeline& pipe, int s, const void* buf) {
-  const std::int64_t v = header_of(buf);
+  const std::int64_t v = packed_version(pipe, s, buf);
   if (v <= installed_[s]) return false;
   torch::NoGradGuard no_grad;
   auto params = stage_weight_data(pipe, s);

@@ -38,8 +38,6 @@ void check_async_options(const TrainOptions& o) {
   if (o.split == 1) throw SpecError(fmt::format("{} runs the fused backward (--split 0), as the paper does", what));
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
-  if (o.multi_rank && amdp && o.cuda)
-    throw SpecError("--async amdp under mpirun moves gradient sums and weights as host data: no --cuda");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
   if (amdp) {
@@ -124,12 +122,20 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     eo.accumulator_device = [xr](int s, int d) { return xr->accumulator_device(s, d); };
   }
   // The home's update arrived on this rank: its copies take the weights.
+  // With --cuda: on the calling task's stream (a WorkerStream is in scope),
+  // done before the lock lets another stream read the weights.
   auto take_weights = [&](int s, const void* buf) {
     std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
-    if (fixed_versions && AmdpRanks::packed_version(buf) > xr->installed(s)) older.keep(pipe, s, version[s].load());
+    if (fixed_versions && AmdpRanks::packed_version(pipe, s, buf) > xr->installed(s))
+      older.keep(pipe, s, version[s].load());
     if (xr->install(pipe, s, buf)) version[s].store(xr->installed(s));
+    if (shared_weights) wait_for_current_stream(worker_cuda_device());
   };
-  if (xr) eo.stage_install = [&](int e, int) { take_weights(e % P_, epilogue_io()->version); };
+  if (xr)
+    eo.stage_install = [&](int e, int) {
+      WorkerStream on_gpu(worker_cuda_device(), worker_cuda_stream());
+      take_weights(e % P_, epilogue_io()->version);
+    };
   eo.stage_epilogue = [&](int e) {  // group * P + stage
     const int k = e / P_, s = e % P_;
     const auto t0 = Clock::now();
@@ -157,12 +163,13 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     const Task& t = g.task(call);
     const size_t at = static_cast<size_t>(t.stage) * MW + t.mb;
     if (hooks.before) hooks.before(first_step + t.mb / M_, t.kind, t.stage, t.mb % M_);
+    // A CUDA worker: torch on its StarPU stream, the weight swap, the
+    // installs and the packed sums included.
+    WorkerStream on_gpu(io.cuda_device, io.stream);
     const bool away = xr && !xr->home_here(t.stage);  // the stage's update runs on another rank
     // A gated forward or a backward after the first group: the version it
     // read (runtime/data_plan.hpp), if this rank does not hold it yet.
     if (away && io.version) take_weights(t.stage, io.version);
-    // A CUDA worker: torch on its StarPU stream, the weight swap included.
-    WorkerStream on_gpu(io.cuda_device, io.stream);
     std::shared_lock<std::shared_mutex> lk(weights_mu[t.stage]);
     int ran_with = version[t.stage].load();
     const int want = fixed_versions && t.kind == Kind::F ? std::max(0, t.mb / M_ - 1) : ran_with;

@@ -21,8 +21,10 @@
 #  5. Where mpirun is on the PATH: the gpt-tiny run of 1 on 2 ranks (each
 #     rank's stage a CUDA worker of its share of the GPUs, StarPU-MPI moving
 #     the messages), Chimera on 2 ranks (its mirrored stages' gradient
-#     sums and checkpoints cross through host copies) and PACI of 4 on 2
-#     ranks: losses equal the one-process GPU runs' within 1e-5; and
+#     sums and checkpoints cross through host copies), PACI of 4 on 2
+#     ranks and AMDP of 4 on 2 ranks x 2 devices (its gradient sums and
+#     weights packed on each rank's GPU, moved by StarPU-MPI): losses
+#     equal the one-process GPU runs' within 1e-5; and
 #     tensor parallelism 2 with one member per rank (host-staged
 #     all-reduces, one of them on LibTorch's autograd thread) equals the
 #     CPU run within rtol 1e-4. With two GPUs or more, the run of 1 on 2
@@ -60,6 +62,8 @@ if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
   mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $chimera --checkpoint "$dir/ckpt" \
     --json "$dir/chimera2.json" || exit 1
   mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $paci --cuda --json "$dir/paci_mpi.json" || exit 1
+  mpirun --oversubscribe -np 2 -x STARPU_SCHED=rrfp-fixed "$rrfp" $amdp --cuda --devices-per-rank 2 \
+    --json "$dir/amdp_mpi.json" || exit 1
   tp="train --quiet --model gpt-tiny --stages 1 --tensor-parallel 2 --steps 4 --deterministic"
   "$rrfp" $tp --json "$dir/tp_cpu.json" || exit 1
   mpirun --oversubscribe -np 2 "$rrfp" $tp --cuda --devices-per-rank 1 --json "$dir/tp_gpu.json" || exit 1
@@ -114,8 +118,11 @@ if sys.argv[2] in ("2", "nccl"):
     close(loss("mpi"), loss("fixed"), 1e-5, "GPU 2 ranks vs one process")
     close(loss("chimera2"), loss("chimera1"), 1e-5, "GPU Chimera 2 ranks vs one process")
     close(loss("paci_mpi"), loss("paci_gpu"), 1e-5, "GPU PACI 2 ranks vs one process")
+    close(loss("amdp_mpi"), loss("amdp_gpu"), 1e-5, "GPU AMDP 2 ranks vs one process")
+    for st in steps("amdp_mpi"):
+        assert all(x <= b for x, b in zip(st["version_drift_max"], st["version_drift_bound"])), ("amdp_mpi", st)
     close(loss("tp_gpu"), loss("tp_cpu"), 1e-4, "GPU tensor parallel on 2 ranks vs CPU")
-    print("OK: on 2 ranks the GPU losses match one process's (1F1B, Chimera, PACI) and tensor parallelism the CPU's")
+    print("OK: on 2 ranks the GPU losses match one process's (1F1B, Chimera, PACI, AMDP) and tensor parallelism the CPU's")
 print("OK: GPU losses match the CPU reference; gpt-small trains at S = 1, 2, 4")
 PY
 rm -rf "$dir"
