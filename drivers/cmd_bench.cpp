@@ -32,6 +32,7 @@ struct BenchArgs {
   int devices_per_rank = 1;  // under mpirun/srun (docs/mpi.md)
   std::string rank_transport = "starpu-mpi";
   const CLI::Option* rank_transport_flag = nullptr;
+  const CLI::Option* devices_per_rank_flag = nullptr;
   bool cuda = false;         // devices are CUDA workers (docs/gpu.md)
   bool check_sim = false;    // replay each iteration in the simulator (sim/decision_check.hpp)
   double message_mb = 4.0 / 1024;  // every activation and gradient handle: 4 KiB
@@ -48,8 +49,10 @@ void run(const BenchArgs& a) {
     throw SpecError("--collective-log needs --tensor-parallel 2 or more");
   BenchConfig cfg;
   cfg.cost = a.cost.resolve();
-  if (a.profile.given())
+  if (a.profile.given()) {
+    a.cost.refuse_synthetic_costs("--profile");
     a.profile.apply(cfg.cost, a.profile.costs(hint.spec().stages));
+  }
   else if (!a.profile.partition.empty())
     throw SpecError("--partition needs --profile FILE");
   cfg.exec.policy = a.policy;
@@ -64,6 +67,7 @@ void run(const BenchArgs& a) {
   cfg.check_decisions = a.check_sim;
   if (a.check_sim && mpi) throw SpecError("--check-sim replays one process's arbiter: run it without mpirun");
   const RankTransportKind transport = rank_transport_from_flag(a.rank_transport, mpi, a.rank_transport_flag);
+  check_devices_per_rank_flag(mpi, a.devices_per_rank_flag);
   if (mpi) {
     MpiOptions mo;
     mo.devices_per_rank = a.devices_per_rank;
@@ -144,8 +148,9 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--iterations", a->iterations, "iterations (iteration i uses seed+i)")->capture_default_str();
   cmd->add_option("--policy", a->policy, "override STARPU_SCHED");
-  cmd->add_option("--devices-per-rank", a->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
-      ->capture_default_str();
+  a->devices_per_rank_flag =
+      cmd->add_option("--devices-per-rank", a->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
+          ->capture_default_str();
   a->rank_transport_flag = add_rank_transport_flag(cmd, &a->rank_transport);
   cmd->add_option("--tensor-parallel", a->tensor_parallel,
                   "split each device's tasks over T workers with all-reduces inside F and B (docs/tensor-parallel.md)")

@@ -101,6 +101,7 @@ void run(const SimFlags& f) {
     h = f.hint.make();
     sc = f.scenario();
     if (f.profile.given()) {
+      f.cost.refuse_synthetic_costs("--profile");
       const StageCosts c = f.profile.costs(h.spec().stages);
       f.profile.apply(sc.cost, c);
       sc.memory.activation_bytes = c.activation_bytes;
@@ -207,9 +208,12 @@ void add_sweep(CLI::App* sim) {
         throw SpecError(fmt::format("--values: '{}' is not a number", v));
       }
     }
+    if (f->policy != "rrfp" && f->policy != "rrfp-wait")
+      throw SpecError(fmt::format("sim sweep compares a policy with rrfp-fixed: --policy rrfp or rrfp-wait, not '{}'",
+                                  f->policy));
     Hint h = f->hint.make();  // validates the hint once, up front
     auto pts = sweep(f->hint.hint, f->hint.resolved(), f->scenario(), *param, vs, *seeds);
-    const std::string pol = f->policy == "rrfp-fixed" ? "rrfp" : f->policy;
+    const std::string& pol = f->policy;
     fmt::print("sweep {} over {} ({} seeds): rrfp-fixed/{} makespan\n", h.name, *param, *seeds, pol);
     fmt::print("{:>10} {:>8} {:>8} {:>8}\n", *param, "mean", "min", "max");
     Series s{"rrfp-fixed / " + pol, {}, {}};

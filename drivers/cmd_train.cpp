@@ -113,6 +113,11 @@ void add_train_command(CLI::App& app) {
       throw SpecError("--checkpoint-every needs --checkpoint DIR");
     if (accumulate->count() > 0 && microbatches->count() > 0)
       throw SpecError("--accumulate sets the microbatches per step: drop --microbatches");
+    if (c->count("--batch-size") > 0) {  // 0 reads as "not given" further on
+      if (o->batch_size < 1) throw SpecError(fmt::format("--batch-size must be at least 1, got {}", o->batch_size));
+      if (c->count("--micro-batch-size") > 0)
+        throw SpecError("--batch-size sets the micro-batch size (batch / microbatches): drop --micro-batch-size");
+    }
     if (o->model == "gpt-small") {  // its sizes, unless given
       const train::GptConfig small = train::gpt_small_config();
       if (c->count("--d-model") == 0) o->gpt.d_model = small.d_model;
@@ -139,6 +144,7 @@ void add_train_command(CLI::App& app) {
     o->mpi_timeout_s = mpi_timeout_from_env();
     o->multi_rank = launched_under_mpi();
     o->ordered_channels = rank_transport_from_flag(*transport, o->multi_rank, transport_flag) == RankTransportKind::Ordered;
+    check_devices_per_rank_flag(o->multi_rank, c->get_option("--devices-per-rank"));
     if (inflight->count() == 0) o->inflight_slack = inflight_slack_from_env();
     if (o->multi_rank && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
     const bool writer = !o->multi_rank || mpi_world().rank == 0;  // rank 0 writes the outputs and checkpoints

@@ -68,7 +68,7 @@ inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = tru
       app->add_option("--microbatches", f.params.microbatches, "microbatches per iteration; a CSV hint's own by default")
           ->capture_default_str();
   f.chunks_opt = app->add_option("--chunks", f.params.chunks, "model stages per device (interleaved hints)");
-  app->add_option("--waves", f.params.waves, "waves (hanayo)")->check(CLI::PositiveNumber);
+  app->add_option("--waves", f.params.waves, "waves (hanayo)")->check(CLI::Range(1, 64));
   auto* split = app->add_flag("--split", f.split, "split backward into B (input) and W (weights)");
   app->add_flag("--fused", f.fused, "fused backward (one BW task)")->excludes(split);
 }
@@ -78,7 +78,17 @@ struct CostFlags {
   std::string variability = "none";
   std::string durations, durations_model;  // a trace of rrfp train, and the model it must be of
   CostOptions opt;
+  const CLI::Option* cost_opt = nullptr;  // set by add_cost_flags
+  const CLI::Option* unit_opt = nullptr;
+  // --cost and --unit-ms set the synthetic costs: refused where `source`
+  // gives every pass's cost instead of being silently ignored.
+  void refuse_synthetic_costs(const char* source) const {
+    for (const CLI::Option* o : {cost_opt, unit_opt})
+      if (o && o->count() > 0)
+        throw SpecError(fmt::format("{} gives every pass's cost: drop {}", source, o->get_name()));
+  }
   CostOptions resolve() const {
+    if (!durations.empty()) refuse_synthetic_costs("--durations");
     CostOptions o = opt;
     o.base = parse_cost(cost);
     o.var = parse_variability(variability);
@@ -145,8 +155,9 @@ inline void add_profile_flags(CLI::App* app, ProfileFlags& f) {
 }
 
 inline void add_cost_flags(CLI::App* app, CostFlags& f) {
-  app->add_option("--cost", f.cost, "base cost per kind in units, e.g. F=1,B=1,W=1 or F=1,BW=2")->capture_default_str();
-  app->add_option("--unit-ms", f.opt.unit_ms, "milliseconds per cost unit")->capture_default_str();
+  f.cost_opt = app->add_option("--cost", f.cost, "base cost per kind in units, e.g. F=1,B=1,W=1 or F=1,BW=2")
+                   ->capture_default_str();
+  f.unit_opt = app->add_option("--unit-ms", f.opt.unit_ms, "milliseconds per cost unit")->capture_default_str();
   app->add_option("--variability", f.variability,
                   "none | lognormal:SIGMA | straggler:STAGE:FACTOR:PROB | multimodal:SIGMA")
       ->capture_default_str();

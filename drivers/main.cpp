@@ -87,7 +87,11 @@ int main(int argc, char** argv) {
     check_command_words(&app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Bad input: the one form and exit code of every refusal (README).
+    std::fprintf(stderr, "rrfp: error: %s (rrfp %s--help lists the flags)\n", e.what(),
+                 argc > 1 && argv[1][0] != '-' ? (std::string(argv[1]) + " ").c_str() : "");
+    return 2;
   } catch (const rrfp::UnrecoverableError& e) {
     // StarPU holds tasks that will never finish (or other ranks wait for
     // this one): no clean shutdown is possible. Under mpirun every rank stops.

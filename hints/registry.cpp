@@ -59,6 +59,8 @@ const std::vector<HintInfo>& hint_registry() {
 }
 
 Hint make_hint(const std::string& name, const HintParams& p) {
+  if (p.waves > 0 && name != "hanayo")  // ignored elsewhere, so a typo in the hint would go unnoticed
+    throw SpecError(fmt::format("--waves applies to hint 'hanayo', not '{}'", name));
   if (is_csv_hint(name)) {
     if (name.size() == 4) throw SpecError("hint 'csv:' needs a file path (csv:PATH)");
     Hint h = import_csv_file(name.substr(4));

@@ -40,14 +40,16 @@ struct TaskIo {
   // -1 and null.
   int cuda_device = -1;
   void* stream = nullptr;
-  // With ExecOptions::state_bytes (host memory, 8-byte header first): a
-  // W/BW's accumulator, a gated F's version handle; null otherwise.
+  // With ExecOptions::state_bytes (8-byte header first; on the task's data
+  // node: host memory, or the GPU of a CUDA worker): a W/BW's accumulator,
+  // a gated F's version handle; null otherwise.
   void* accumulator = nullptr;
   const void* version = nullptr;
 };
 
 // Inside an epilogue with ExecOptions::state_bytes: the accumulators it
-// reads (device holding each, host pointer) and the version it writes.
+// reads (device holding each, pointer on the task's data node) and the
+// version it writes.
 struct EpilogueIo {
   std::vector<std::pair<int, void*>> accumulators;
   void* version = nullptr;
@@ -107,7 +109,8 @@ struct ExecOptions {
   std::size_t message_bytes = 64;
   // Optional (AMDP across ranks, docs/async.md; DataPlanOptions): state
   // bytes of each stage's accumulators and version handles, and the device
-  // whose accumulator a (stage, device)'s W/BW add into. CPU workers only.
+  // whose accumulator a (stage, device)'s W/BW add into. On CPU or CUDA
+  // workers (TaskIo::accumulator says where the bytes are).
   std::function<std::size_t(int stage)> state_bytes;
   std::function<int(int stage, int device)> accumulator_device;
   // With state bytes and a gate: run on `device`'s worker once the

@@ -103,7 +103,6 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   const PolicyChoice::Kind kind = spec.choice->kind;
   const bool strict = kind == PolicyChoice::Kind::RrfpFixed || kind == PolicyChoice::Kind::StaticOrder;
   if (opt.message_bytes < 1) throw SpecError("message handles need at least one byte");
-  if (opt.cuda && opt.state_bytes) throw SpecError("state bytes (AMDP across ranks) live in host memory: CPU workers only");
 
   auto sub = std::make_unique<Submission>();
   RunState& run = *sub->run;

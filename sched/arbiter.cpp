@@ -326,9 +326,16 @@ std::string Arbiter::describe() const {
       }
     } else {
       s += fmt::format(", {} ready", dev.fwd.size() + dev.other.size());
-      if (!dev.fwd.empty() && !forward_allowed(dev, d, dev.fwd.front().task))
-        s += fmt::format(", forward {} held back by the in-flight cap{}", g.label(dev.fwd.front().task),
-                         budget_.enabled() ? " or the memory budget" : "");
+      if (!dev.fwd.empty() && !forward_allowed(dev, d, dev.fwd.front().task)) {
+        const int task = dev.fwd.front().task, idx = fwd_index_[task];
+        const int reserved = idx - started_before(dev, idx);  // earlier forwards of the hint's order, not started
+        if (dev.inflight + reserved + 1 > cap_[d])
+          s += fmt::format(", forward {} held back by the in-flight cap ({} in flight + {} reserved for the earlier "
+                           "forwards of the hint's order that have not started)",
+                           g.label(task), dev.inflight, reserved);
+        else
+          s += fmt::format(", forward {} held back by the memory budget", g.label(task));
+      }
       if (dev.wake >= 0 && dev.waiting_for >= 0) s += fmt::format(", waiting for {}", g.label(dev.waiting_for));
     }
     s += "\n";

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the main job: a short gpt-tiny
-# training on 2 pipeline stages (StarPU, rrfp policy, 1F1B hint) on the
+# training on 2 pipeline stages (StarPU, the default rrfp-wait policy, 1F1B hint) on the
 # generated corpus. Extra arguments go to `rrfp train`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -14,6 +14,7 @@
 #include "hints/generators.hpp"
 #include "sched/memory_budget.hpp"
 #include "sim/json_file.hpp"
+#include "sim/tuner.hpp"
 
 namespace rrfp {
 
@@ -81,7 +82,16 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   p.devices = need<int>(j, "devices", source);
   p.microbatches = need<int>(j, "microbatches", source);
   p.counts = need<std::vector<int>>(j, "partition", source);
+  const int version = j.value("version", 1);
+  if (version != 1)
+    throw SpecError(fmt::format("{}: plan format version {}; this rrfp reads version 1", source, version));
   p.placement = need<std::string>(j, "placement", source);
+  try {
+    check_placement(p.placement);
+    (void)parse_mode(j.value("policy", "rrfp-wait"));
+  } catch (const SpecError& e) {
+    throw SpecError(fmt::format("{}: {}", source, e.what()));
+  }
   p.stage_device = need<std::vector<int>>(j, "stage_device", source);
   p.schedule = j.value("schedule", "");
   p.policy = j.value("policy", "rrfp-wait");

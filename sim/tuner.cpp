@@ -45,10 +45,10 @@ Layout parse_layout(const std::string& s) {
   if (s.rfind("interleaved:", 0) == 0) {
     const double v = parse_number(s.substr(12), "--placements interleaved:V");
     if (v < 2 || v > 64 || v != static_cast<int>(v))
-      throw SpecError(fmt::format("--placements: '{}' needs an integer V in [2, 64]", s));
+      throw SpecError(fmt::format("placement '{}' needs an integer V in [2, 64]", s));
     return {s, static_cast<int>(v), false};
   }
-  throw SpecError(fmt::format("--placements: unknown placement '{}' (linear, interleaved:V, vshape, bidirectional, "
+  throw SpecError(fmt::format("unknown placement '{}' (known: linear, interleaved:V, vshape, bidirectional, "
                               "bidirectional-asym)",
                               s));
 }
@@ -217,6 +217,8 @@ struct Search {
 
 }  // namespace
 
+void check_placement(const std::string& placement) { (void)parse_layout(placement); }
+
 StepEstimate estimate_even(const ModelProfile& p, const Hint& h, const Objective& o) {
   return estimate_step(h, stage_costs(p, even_counts(p.model, p.blocks(), h.spec().stages)), o);
 }
@@ -300,6 +302,10 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   Candidate best_cand;
   std::string smallest;  // why nothing fitted: the plan that came closest
   double smallest_bytes = kInf;
+  // With --schedules: whether any of them runs on a placement searched,
+  // and what those placements run instead.
+  bool paired = false;
+  std::vector<std::string> offered;
   for (const Layout& l : layouts) {
     const int S = l.stages(o.devices);
     if (S > prof.blocks() + 2) {
@@ -318,8 +324,11 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
       continue;
     }
     for (const std::string& sched : layout_schedules(l)) {
-      if (!o.schedules.empty() && std::find(o.schedules.begin(), o.schedules.end(), sched) == o.schedules.end())
+      if (!o.schedules.empty() && std::find(o.schedules.begin(), o.schedules.end(), sched) == o.schedules.end()) {
+        offered.push_back(l.name + " " + sched);
         continue;
+      }
+      paired = true;
       Candidate cand{l, sched, nullptr, ref_cap};
       if (sched.rfind("greedy", 0) != 0) {
         try {
@@ -344,6 +353,9 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
       if (!best.hint || better(end, best)) best = end, best_cand = cand;
     }
   }
+  if (!paired && !o.schedules.empty() && !offered.empty())
+    throw SpecError(fmt::format("--schedules {}: none of them runs on the placements searched (these do: {})",
+                                fmt::join(o.schedules, ","), fmt::join(offered, ", ")));
   if (!best.hint || !best.complete)
     throw SpecError(fmt::format("no placement and schedule fits {} devices and {} blocks", o.devices, prof.blocks()));
   if (!best.fits)

@@ -37,6 +37,10 @@ struct TuneOptions {
   std::function<void(const std::string&)> log;  // one line per step of the search
 };
 
+// Throws SpecError naming `placement` unless the tuner knows it (the names
+// of TuneOptions::placements; a plan's 'placement').
+void check_placement(const std::string& placement);
+
 // Throws SpecError when no candidate fits the devices, the blocks or the
 // memory limit (the message names the smallest need found).
 Plan tune(const ModelProfile& profile, const TuneOptions& opt);

@@ -223,7 +223,7 @@ TEST(TrainAmdp, PackedWeightsCrossToAnotherCopyOnlyWhenNewer) {
   std::vector<std::int64_t> buf(1 + (bytes + 7) / 8, -1);
   AmdpRanks::pack_weights(home, 1, 3, buf.data());
   EXPECT_EQ(buf[0], 3);
-  EXPECT_EQ(AmdpRanks::packed_version(away, 1, buf.data()), 3);
+  EXPECT_EQ(AmdpRanks::packed_version(buf.data()), 3);
   const auto want = stage_weight_data(home, 1), viewed = AmdpRanks::packed_weights(away, 1, buf.data());
   EXPECT_TRUE(same(want, viewed));
   ASSERT_FALSE(same(stage_weight_data(away, 1), want));  // another seed

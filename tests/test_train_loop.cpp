@@ -212,6 +212,9 @@ TEST(TrainLoop, MismatchedOrCorruptCheckpointIsRefused) {
   TrainOptions deeper = o;
   deeper.stages = 4;
   expect_refused(deeper, "stages");
+  TrainOptions reseeded = o;  // the generated corpus would change under the run
+  reseeded.seed = o.seed + 1;
+  expect_refused(reseeded, "seed");
   // Flip one byte in the middle: the checksum catches it.
   const std::string path = checkpoint_path(dir.string());
   {

@@ -198,6 +198,16 @@ TEST(Tuner, RefusesPlansThatDoNotFitTheModelOrTheDevices) {
   o.devices = 2;
   o.placements = {"diagonal"};
   EXPECT_THROW(tune(p, o), SpecError);
+  o.placements = {"linear"};  // zbv runs on the V-shape only: say so, not "nothing fits"
+  o.schedules = {"zbv"};
+  try {
+    tune(p, o);
+    ADD_FAILURE() << "zbv on a linear placement was tuned";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("none of them runs on the placements searched (these do: linear gpipe, linear 1f1b"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
@@ -226,6 +236,20 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   j = plan_json(plan);
   j["format"] = "something";
   EXPECT_THROW(parse_plan(j, "bad"), SpecError);
+  // Hand-edited fields are named, not silently replaced.
+  auto refused = [&](const char* key, nlohmann::json value, const std::string& message) {
+    nlohmann::json x = plan_json(plan);
+    x[key] = std::move(value);
+    try {
+      parse_plan(x, "edited.json");
+      ADD_FAILURE() << key << " accepted";
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  refused("placement", "nosuch", "edited.json: unknown placement 'nosuch'");
+  refused("policy", "nosuch", "edited.json: unknown arbitration mode 'nosuch'");
+  refused("version", 99, "plan format version 99");
   EXPECT_THROW(read_plan(::testing::TempDir() + "/no-such-plan.json"), SpecError);
 }
 

@@ -11,20 +11,22 @@ namespace {
 
 std::size_t bytes_of(const torch::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
 
-// A packed buffer lives where the stage's tensors do: in host memory on a
-// CPU worker, on the rank's one GPU on a CUDA worker (with --cuda every
-// task runs on one, and a rank's devices share a GPU: Trainer::Impl::
-// cuda_device). So torch reads and writes it, on the task's stream.
-torch::Tensor header_at(const void* buf, const torch::Device& where) {
-  return torch::from_blob(const_cast<void*>(buf), {1}, torch::TensorOptions().dtype(torch::kInt64).device(where));
+// A packed buffer is on the running task's data node: host memory on a
+// CPU worker, the worker's GPU on a CUDA worker (with --cuda every task
+// runs on one, on the GPU of the rank's model). So torch reads and writes
+// it, on the task's stream.
+torch::Device buffer_device() {
+  const int gpu = worker_cuda_device();
+  return gpu < 0 ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu));
 }
 
-std::int64_t header_of(const void* buf, const torch::Device& where) {
-  return header_at(buf, where).item<std::int64_t>();  // on a GPU: waits for the stream
+torch::Tensor header_at(const void* buf) {
+  const auto options = torch::TensorOptions().dtype(torch::kInt64).device(buffer_device());
+  return torch::from_blob(const_cast<void*>(buf), {1}, options);
 }
 
-torch::Device device_of(const std::vector<torch::Tensor>& ts) {
-  return ts.empty() ? torch::Device(torch::kCPU) : ts.front().device();
+std::int64_t header_of(const void* buf) {
+  return header_at(buf).item<std::int64_t>();  // on a GPU: waits for the stream
 }
 
 // The tensors of a packed buffer, shaped like `like` and on its device,
@@ -42,7 +44,7 @@ std::vector<torch::Tensor> view(const void* buf, const std::vector<torch::Tensor
 // Copies `ts` one after another behind an 8-byte header.
 void pack(const std::vector<torch::Tensor>& ts, std::int64_t header, void* buf) {
   torch::NoGradGuard no_grad;
-  header_at(buf, device_of(ts)).fill_(header);
+  header_at(buf).fill_(header);
   const auto into = view(buf, ts);
   for (size_t i = 0; i < ts.size(); ++i) into[i].copy_(ts[i]);
 }
@@ -113,7 +115,7 @@ void AmdpRanks::add_remote_sums(int s, int group, std::vector<torch::Tensor>& su
     // Every other rank counted its microbatches of s in this group.
     int want = 0;
     for (int m = group * group_; m < (group + 1) * group_; ++m) want += hint_.spec().device_of(s, m) / K_ == r;
-    const std::int64_t held = header_of(buf, device_of(sums));
+    const std::int64_t held = header_of(buf);
     if (held != want)
       throw std::runtime_error(fmt::format("stage {} group {}: the gradient sum from rank {} holds {} microbatches, "
                                            "expected {}",
@@ -127,14 +129,12 @@ void AmdpRanks::pack_weights(const Pipeline& pipe, int s, std::int64_t version, 
   pack(stage_weight_data(pipe, s), version, buf);
 }
 
-std::int64_t AmdpRanks::packed_version(const Pipeline& pipe, int s, const void* buf) {
-  return header_of(buf, device_of(stage_weight_data(pipe, s)));
-}
+std::int64_t AmdpRanks::packed_version(const void* buf) { return header_of(buf); }
 std::vector<torch::Tensor> AmdpRanks::packed_weights(const Pipeline& pipe, int s, const void* buf) {
   return view(buf, stage_weight_data(pipe, s));
 }
 bool AmdpRanks::install(Pipeline& pipe, int s, const void* buf) {
-  const std::int64_t v = packed_version(pipe, s, buf);
+  const std::int64_t v = header_of(buf);
   if (v <= installed_[s]) return false;
   torch::NoGradGuard no_grad;
   auto params = stage_weight_data(pipe, s);

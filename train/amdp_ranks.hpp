@@ -59,10 +59,10 @@ class AmdpRanks {
   static void pack_weights(const Pipeline& pipe, int s, std::int64_t version, void* buf);
   bool install(Pipeline& pipe, int s, const void* buf);
   // A packed buffer's version, and its weights viewed (not copied) in the
-  // shapes of stage s's parameters. Every buffer is where the stage's
-  // tensors are: host memory, or with --cuda the rank's GPU (a CUDA
-  // worker's data node), read and written by torch on the current stream.
-  static std::int64_t packed_version(const Pipeline& pipe, int s, const void* buf);
+  // shapes of stage s's parameters. Every buffer is on the running task's
+  // data node (host memory, or a CUDA worker's GPU: with --cuda the one of
+  // the rank's model), read and written by torch on the current stream.
+  static std::int64_t packed_version(const void* buf);
   static std::vector<torch::Tensor> packed_weights(const Pipeline& pipe, int s, const void* buf);
   int installed(int s) const { return installed_[s]; }
 

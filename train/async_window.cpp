@@ -125,9 +125,10 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // With --cuda: on the calling task's stream (a WorkerStream is in scope),
   // done before the lock lets another stream read the weights.
   auto take_weights = [&](int s, const void* buf) {
+    const std::int64_t v = AmdpRanks::packed_version(buf);  // on a GPU: one read-back
     std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
-    if (fixed_versions && AmdpRanks::packed_version(pipe, s, buf) > xr->installed(s))
-      older.keep(pipe, s, version[s].load());
+    if (v <= xr->installed(s)) return;  // this rank holds it already: no copy, no wait
+    if (fixed_versions) older.keep(pipe, s, version[s].load());
     if (xr->install(pipe, s, buf)) version[s].store(xr->installed(s));
     if (shared_weights) wait_for_current_stream(worker_cuda_device());
   };

@@ -23,9 +23,15 @@ ResolvedRun resolve_plan(TrainOptions o) {
                                 plan.config.dump(), o.model, config.dump()));
   o.stages = plan.devices;
   o.microbatches = plan.microbatches;
+  if (o.batch_size > 0 && o.batch_size % o.microbatches != 0)
+    throw SpecError(fmt::format("--batch-size {} cannot be divided into plan '{}''s {} microbatches of equal size",
+                                o.batch_size, o.plan_path, o.microbatches));
   if (plan.micro_batch_size != micro_batch_of(o))
-    throw SpecError(fmt::format("plan '{}' was tuned for micro-batch size {}, this run has {} (--micro-batch-size)",
-                                o.plan_path, plan.micro_batch_size, micro_batch_of(o)));
+    throw SpecError(fmt::format("plan '{}' was tuned for micro-batch size {}, this run has {} ({})", o.plan_path,
+                                plan.micro_batch_size, micro_batch_of(o),
+                                o.batch_size > 0 ? fmt::format("--batch-size {} over {} microbatches", o.batch_size,
+                                                               o.microbatches)
+                                                 : std::string("--micro-batch-size")));
   o.chunks = 0;
   o.partition = plan.counts;
   Hint h = plan_hint(plan);

@@ -65,6 +65,8 @@ void check_options(const TrainOptions& o) {
                     "(docs/gpu.md)");
   if (o.link_ms > 0 && o.executor != "starpu")
     throw SpecError("--link-ms needs the StarPU executor (the delay is a link task)");
+  if (!o.trace_path.empty() && o.executor == "plain")
+    throw SpecError("--trace records the pipeline's tasks; the plain loop (--executor plain) has none");
 }
 
 std::function<double(int, int)> link_delays(const TrainOptions& o, int step) {
@@ -105,6 +107,9 @@ void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, c
 nlohmann::json identity(const TrainOptions& o, int model_stages, int b) {
   nlohmann::json j = {{"model", o.model},       {"gpt", gpt_json(o.gpt)},  {"stages", o.stages},
                       {"model_stages", model_stages}, {"microbatches", o.microbatches}, {"micro_batch_size", b}};
+  // The seed draws the generated corpus and mm-tiny's data: another one
+  // would continue the run on other data.
+  j["seed"] = o.seed;
   if (o.model == "mm-tiny") j["enc_layers"] = o.enc_layers;
   if (o.seq_len_dist != "fixed") j["seq_len_dist"] = o.seq_len_dist;
   if (!o.partition.empty()) j["partition"] = o.partition;

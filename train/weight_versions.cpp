@@ -27,9 +27,9 @@ void OlderWeights::keep(const Pipeline& pipe, int s, int version) {
 
 std::vector<torch::Tensor> OlderWeights::of(const Pipeline& pipe, int s, int version, const void* gate) const {
   if (versions_.at(s) == version) return copies_[s];
-  if (gate && AmdpRanks::packed_version(pipe, s, gate) == version) return AmdpRanks::packed_weights(pipe, s, gate);
+  if (gate && AmdpRanks::packed_version(gate) == version) return AmdpRanks::packed_weights(pipe, s, gate);
   throw std::logic_error(fmt::format("stage {} holds no copy of its weights of version {} (kept: {}, gate: {})", s,
-                                     version, versions_[s], gate ? AmdpRanks::packed_version(pipe, s, gate) : -1));
+                                     version, versions_[s], gate ? AmdpRanks::packed_version(gate) : -1));
 }
 
 WeightSwap::WeightSwap(Pipeline& pipe, int s, const std::vector<torch::Tensor>& older) : params_(stage_weight_data(pipe, s)) {
