@@ -154,8 +154,11 @@ torch::Device Trainer::Impl::cuda_device() {
   for (int d = 1; d < static_cast<int>(gpus.size()); ++d)
     if (gpus[d] != gpus[0])
       throw SpecError(fmt::format("--cuda: StarPU put {}device {} on GPU {} and device 0 on GPU {}; rrfp train keeps "
-                                  "the model on one GPU {} for now (CUDA_VISIBLE_DEVICES=N picks it)",
-                                  mpi ? "this rank's " : "", d, gpus[d], gpus[0], mpi ? "per rank" : "per process"));
+                                  "the model on one GPU {} for now (CUDA_VISIBLE_DEVICES=N picks it{})",
+                                  mpi ? "this rank's " : "", d, gpus[d], gpus[0], mpi ? "per rank" : "per process",
+                                  mpi ? ", or fewer --devices-per-rank"
+                                      : "; for several GPUs run a rank per GPU: mpirun -np G rrfp train --cuda "
+                                        "--devices-per-rank K, docs/gpu.md"));
   return {torch::kCUDA, static_cast<c10::DeviceIndex>(gpus[0])};
 }
 
