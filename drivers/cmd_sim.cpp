@@ -146,7 +146,7 @@ void add_compare(CLI::App* sim) {
   c->add_option("--stages", f->hint.params.stages, "pipeline devices (p)");
   c->add_option("--microbatches", f->hint.params.microbatches, "microbatches");
   c->add_option("--chunks", f->hint.params.chunks, "chunks for interleaved-1f1b (default 2)");
-  c->add_option("--waves", f->hint.params.waves, "waves for hanayo (default 1)")->check(CLI::PositiveNumber);
+  c->add_option("--waves", f->hint.params.waves, "waves for hanayo (default 1)")->check(CLI::Range(1, 64));
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
   c->add_option("--act-mb", f->act_mb, "activation MB per microbatch on one device (split over its stages)");

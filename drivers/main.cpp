@@ -64,6 +64,20 @@ void check_command_words(CLI::App* app, int argc, char** argv) {
   }
 }
 
+// "rrfp sim sweep": the command words of argv that name (sub)commands.
+std::string command_path(CLI::App* app, int argc, char** argv) {
+  std::string path = "rrfp";
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; }))
+      if (sub->check_name(argv[i])) next = sub;
+    if (!next) break;
+    path += " " + next->get_name();
+    app = next;
+  }
+  return path;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,8 +103,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // Bad input: the one form and exit code of every refusal (README).
-    std::fprintf(stderr, "rrfp: error: %s (rrfp %s--help lists the flags)\n", e.what(),
-                 argc > 1 && argv[1][0] != '-' ? (std::string(argv[1]) + " ").c_str() : "");
+    std::fprintf(stderr, "rrfp: error: %s (%s --help lists the flags)\n", e.what(),
+                 command_path(&app, argc, argv).c_str());
     return 2;
   } catch (const rrfp::UnrecoverableError& e) {
     // StarPU holds tasks that will never finish (or other ranks wait for

@@ -42,7 +42,8 @@ inline RankTransportKind rank_transport_from_flag(const std::string& value, bool
 // process, where every device is a worker of this one.
 inline void check_devices_per_rank_flag(bool multi_rank, const CLI::Option* flag) {
   if (!multi_rank && flag && flag->count() > 0)
-    throw SpecError("--devices-per-rank splits the devices over ranks: launch with mpirun or srun (docs/mpi.md)");
+    throw SpecError("--devices-per-rank splits the devices over ranks: launch 2 or more ranks with mpirun or srun "
+                    "(or set RRFP_MPI=1; docs/mpi.md)");
 }
 
 }  // namespace rrfp::cli

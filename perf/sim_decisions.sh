@@ -19,9 +19,9 @@ trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
 echo "4 devices, 8 microbatches, $ITER iterations from seed $SEED, unit 2 ms"
 HINTS=("1f1b --fused" "zb-h1" "interleaved-1f1b --chunks 2" "zbv")
-WORKLOADS=("lognormal:0.6|--variability lognormal:0.6"
-           "straggler|--variability straggler:1:4:0.2"
-           "link-jitter|--variability lognormal:0.3 --link-ms 1 --link-jitter 0.5"
+WORKLOADS=("lognormal:0.6|--unit-ms 2 --variability lognormal:0.6"
+           "straggler|--unit-ms 2 --variability straggler:1:4:0.2"
+           "link-jitter|--unit-ms 2 --variability lognormal:0.3 --link-ms 1 --link-jitter 0.5"
            "mm-tiny-trace|--durations perf/traces/mm-tiny_FORM.json"
            "gpt-varlen-trace|--durations perf/traces/gpt-tiny-varlen_FORM.json")
 printf "%-28s %-18s %-11s %6s %6s %5s %5s\n" hint workload policy free pinned late waits
@@ -33,7 +33,7 @@ for h in "${HINTS[@]}"; do
     args=${args//FORM/$form}
     for p in rrfp rrfp-fixed rrfp-wait; do
       f="$OUT/r.json"
-      "$RRFP" bench --hint $h --stages 4 --microbatches 8 --unit-ms 2 $args --iterations "$ITER" --seed "$SEED" \
+      "$RRFP" bench --hint $h --stages 4 --microbatches 8 $args --iterations "$ITER" --seed "$SEED" \
         --policy "$p" --check-sim --json "$f" > /dev/null
       python3 - "$f" "$h" "$name" "$p" <<'PY'
 import json, sys

@@ -30,6 +30,7 @@ std::vector<CompareRow> compare_hints(const std::vector<std::string>& hints, con
     HintParams hp = csv && is_csv_hint(name) ? *csv : p;
     if (name == "interleaved-1f1b" && hp.chunks == 0) hp.chunks = 2;
     if (name != "interleaved-1f1b") hp.chunks = 0;
+    if (name != "hanayo") hp.waves = 0;  // --waves is hanayo's alone
     Hint h = make_hint(name, hp);
     CompareRow row;
     row.hint = name;

@@ -87,7 +87,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
     throw SpecError(fmt::format("{}: plan format version {}; this rrfp reads version 1", source, version));
   p.placement = need<std::string>(j, "placement", source);
   try {
-    check_placement(p.placement);
+    check_placement(p.placement, "'placement'");
     (void)parse_mode(j.value("policy", "rrfp-wait"));
   } catch (const SpecError& e) {
     throw SpecError(fmt::format("{}: {}", source, e.what()));

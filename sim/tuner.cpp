@@ -37,20 +37,21 @@ PipelineSpec layout_spec(const Layout& l, int D, int M, bool split) {
   return PipelineSpec::linear(D, M, split);
 }
 
-Layout parse_layout(const std::string& s) {
+// `what`: where the name came from, for the error ("--placements", a plan's 'placement').
+Layout parse_layout(const std::string& s, const std::string& what = "--placements") {
   if (s == "linear") return {s, 1, false};
   if (s == "vshape") return {s, 2, true};
   if (s == "bidirectional") return {s, 1, false, true};
   if (s == "bidirectional-asym") return {s, 1, false, true, true};
   if (s.rfind("interleaved:", 0) == 0) {
-    const double v = parse_number(s.substr(12), "--placements interleaved:V");
+    const double v = parse_number(s.substr(12), what + " interleaved:V");
     if (v < 2 || v > 64 || v != static_cast<int>(v))
-      throw SpecError(fmt::format("placement '{}' needs an integer V in [2, 64]", s));
+      throw SpecError(fmt::format("{}: '{}' needs an integer V in [2, 64]", what, s));
     return {s, static_cast<int>(v), false};
   }
-  throw SpecError(fmt::format("unknown placement '{}' (known: linear, interleaved:V, vshape, bidirectional, "
+  throw SpecError(fmt::format("{}: unknown placement '{}' (known: linear, interleaved:V, vshape, bidirectional, "
                               "bidirectional-asym)",
-                              s));
+                              what, s));
 }
 
 // The zoo hint a layout's greedy caps follow (its in-flight peaks).
@@ -217,7 +218,7 @@ struct Search {
 
 }  // namespace
 
-void check_placement(const std::string& placement) { (void)parse_layout(placement); }
+void check_placement(const std::string& placement, const std::string& what) { (void)parse_layout(placement, what); }
 
 StepEstimate estimate_even(const ModelProfile& p, const Hint& h, const Objective& o) {
   return estimate_step(h, stage_costs(p, even_counts(p.model, p.blocks(), h.spec().stages)), o);
@@ -306,7 +307,13 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   // and what those placements run instead.
   bool paired = false;
   std::vector<std::string> offered;
+  auto wanted = [&](const std::string& sched) {
+    return o.schedules.empty() || std::find(o.schedules.begin(), o.schedules.end(), sched) != o.schedules.end();
+  };
   for (const Layout& l : layouts) {
+    for (const std::string& sched : layout_schedules(l))  // before any skip: the skip says why by itself
+      if (wanted(sched)) paired = true;
+      else offered.push_back(l.name + " " + sched);
     const int S = l.stages(o.devices);
     if (S > prof.blocks() + 2) {
       search.say(fmt::format("{}: skipped, {} stages but only {} blocks", l.name, S, prof.blocks()));
@@ -324,11 +331,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
       continue;
     }
     for (const std::string& sched : layout_schedules(l)) {
-      if (!o.schedules.empty() && std::find(o.schedules.begin(), o.schedules.end(), sched) == o.schedules.end()) {
-        offered.push_back(l.name + " " + sched);
-        continue;
-      }
-      paired = true;
+      if (!wanted(sched)) continue;
       Candidate cand{l, sched, nullptr, ref_cap};
       if (sched.rfind("greedy", 0) != 0) {
         try {

@@ -38,8 +38,8 @@ struct TuneOptions {
 };
 
 // Throws SpecError naming `placement` unless the tuner knows it (the names
-// of TuneOptions::placements; a plan's 'placement').
-void check_placement(const std::string& placement);
+// of TuneOptions::placements); `what` says where the name came from.
+void check_placement(const std::string& placement, const std::string& what);
 
 // Throws SpecError when no candidate fits the devices, the blocks or the
 // memory limit (the message names the smallest need found).

@@ -117,7 +117,9 @@ TEST(CliInputs, ParseErrorsAreRrfpErrorsWithExitTwo) {
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_EQ(r.out.rfind("rrfp: error: ", 0), 0u) << args << "\n" << r.out;
   }
+  EXPECT_NE(run_cli("sim sweep --values").out.find("(rrfp sim sweep --help lists the flags)"), std::string::npos);
   EXPECT_EQ(run_cli("train --help").code, 0);
+  EXPECT_EQ(run_cli("sim compare --stages 4 --microbatches 8 --waves 2").code, 0);  // hanayo's, among the others
   expect_refused("hints show --hint hanayo --stages 2 --waves 0", "not in range 1 to 64");
 }
 
@@ -128,8 +130,8 @@ TEST(CliInputs, FlagsThatWouldBeIgnoredAreRefused) {
   expect_refused(kTrain + "--steps 1 --executor plain --trace /tmp/rrfp_plain_trace.json", "the plain loop");
   expect_refused("sim sweep --hint 1f1b --policy rrfp-fixed", "--policy rrfp or rrfp-wait, not 'rrfp-fixed'");
   expect_refused("hints show --hint gpipe --stages 2 --waves 2", "--waves applies to hint 'hanayo', not 'gpipe'");
-  expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --devices-per-rank 2", "launch with mpirun or srun");
-  expect_refused(kTrain + "--steps 1 --devices-per-rank 2", "launch with mpirun or srun");
+  expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --devices-per-rank 2", "launch 2 or more ranks with mpirun or srun");
+  expect_refused(kTrain + "--steps 1 --devices-per-rank 2", "launch 2 or more ranks with mpirun or srun");
   const std::string trace = std::string(RRFP_SOURCE_DIR) + "/perf/traces/mm-tiny_1f1b.json";
   expect_refused("sim --durations " + trace + " --cost F=3 --stages 2 --microbatches 4", "drop --cost");
   expect_refused("bench --durations " + trace + " --unit-ms 2 --stages 2 --microbatches 4 --hint 1f1b",

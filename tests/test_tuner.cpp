@@ -247,7 +247,8 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
   };
-  refused("placement", "nosuch", "edited.json: unknown placement 'nosuch'");
+  refused("placement", "nosuch", "edited.json: 'placement': unknown placement 'nosuch'");
+  refused("placement", "interleaved:x", "edited.json: 'placement' interleaved:V: 'x'");
   refused("policy", "nosuch", "edited.json: unknown arbitration mode 'nosuch'");
   refused("version", 99, "plan format version 99");
   EXPECT_THROW(read_plan(::testing::TempDir() + "/no-such-plan.json"), SpecError);
