@@ -52,9 +52,9 @@ void run(const BenchArgs& a) {
   if (a.profile.given()) {
     a.cost.refuse_synthetic_costs("--profile");
     a.profile.apply(cfg.cost, a.profile.costs(hint.spec().stages));
-  }
-  else if (!a.profile.partition.empty())
+  } else if (!a.profile.partition.empty()) {
     throw SpecError("--partition needs --profile FILE");
+  }
   cfg.exec.policy = a.policy;
   cfg.exec.inflight_slack = a.slack >= 0 ? a.slack : inflight_slack_from_env();
   cfg.exec.profile = !a.trace.empty();
