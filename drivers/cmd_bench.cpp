@@ -49,12 +49,10 @@ void run(const BenchArgs& a) {
     throw SpecError("--collective-log needs --tensor-parallel 2 or more");
   BenchConfig cfg;
   cfg.cost = a.cost.resolve();
-  if (a.profile.given()) {
-    a.cost.refuse_synthetic_costs("--profile");
-    a.profile.apply(cfg.cost, a.profile.costs(hint.spec().stages));
-  } else if (!a.profile.partition.empty()) {
+  if (a.profile.given())
+    a.profile.apply(cfg.cost, a.profile.costs(hint.spec().stages), a.cost);
+  else if (!a.profile.partition.empty())
     throw SpecError("--partition needs --profile FILE");
-  }
   cfg.exec.policy = a.policy;
   cfg.exec.inflight_slack = a.slack >= 0 ? a.slack : inflight_slack_from_env();
   cfg.exec.profile = !a.trace.empty();

@@ -101,9 +101,8 @@ void run(const SimFlags& f) {
     h = f.hint.make();
     sc = f.scenario();
     if (f.profile.given()) {
-      f.cost.refuse_synthetic_costs("--profile");
       const StageCosts c = f.profile.costs(h.spec().stages);
-      f.profile.apply(sc.cost, c);
+      f.profile.apply(sc.cost, c, f.cost);
       sc.memory.activation_bytes = c.activation_bytes;
       sc.memory.weight_bytes = c.weight_bytes;
       sc.memory.release_at_w = true;  // as the trainer holds activations (MemoryModel)

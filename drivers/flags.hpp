@@ -125,8 +125,10 @@ struct ProfileFlags {
     }
     return stage_costs(p, counts);
   }
-  // Applies the costs to a cost model (per-stage means, in ms).
-  void apply(CostOptions& o, const StageCosts& c) const {
+  // Applies the costs to a cost model (per-stage means, in ms), in place
+  // of the synthetic ones `flags` would give.
+  void apply(CostOptions& o, const StageCosts& c, const CostFlags& flags) const {
+    flags.refuse_synthetic_costs("--profile");
     o.stage_base = c.cost;
     o.stage_sigma = c.sigma;  // the measured spread, drawn per (stage, microbatch)
     o.unit_ms = 1;

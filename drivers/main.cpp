@@ -44,9 +44,11 @@ void require_sane_values(CLI::App* app) {
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) require_sane_values(sub);
 }
 
-// CLI11 answers `rrfp foo` and `rrfp hints foo` with "A subcommand is
-// required": name the word it did not know, and what it knows there.
-void check_command_words(CLI::App* app, int argc, char** argv) {
+// The command words of argv ("rrfp sim sweep"), for messages. CLI11
+// answers `rrfp foo` and `rrfp hints foo` with "A subcommand is required":
+// name the word it did not know, and what it knows there.
+std::string command_words(CLI::App* app, int argc, char** argv) {
+  std::string path = "rrfp";
   for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
     std::vector<std::string> known;
     CLI::App* next = nullptr;
@@ -58,20 +60,8 @@ void check_command_words(CLI::App* app, int argc, char** argv) {
       if (app->get_require_subcommand_min() > 0)
         throw rrfp::SpecError("unknown command '" + std::string(argv[i]) + "' (known here: " +
                               CLI::detail::join(known, ", ") + ")");
-      return;
+      break;
     }
-    app = next;
-  }
-}
-
-// "rrfp sim sweep": the command words of argv that name (sub)commands.
-std::string command_path(CLI::App* app, int argc, char** argv) {
-  std::string path = "rrfp";
-  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
-    CLI::App* next = nullptr;
-    for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; }))
-      if (sub->check_name(argv[i])) next = sub;
-    if (!next) break;
     path += " " + next->get_name();
     app = next;
   }
@@ -97,14 +87,14 @@ int main(int argc, char** argv) {
   rrfp::set_gpu_channel_wire(rrfp::gpu::nccl_wire);  // --cuda --rank-transport ordered under mpirun
 #endif
   if (rrfp::cli::launched_under_mpi()) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
+  std::string command = "rrfp";  // the command words, once read
   try {
-    check_command_words(&app, argc, argv);
+    command = command_words(&app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // Bad input: the one form and exit code of every refusal (README).
-    std::fprintf(stderr, "rrfp: error: %s (%s --help lists the flags)\n", e.what(),
-                 command_path(&app, argc, argv).c_str());
+    std::fprintf(stderr, "rrfp: error: %s (%s --help lists the flags)\n", e.what(), command.c_str());
     return 2;
   } catch (const rrfp::UnrecoverableError& e) {
     // StarPU holds tasks that will never finish (or other ranks wait for
