@@ -158,6 +158,9 @@ void add_train_command(CLI::App& app) {
                                     ec ? ": " + ec.message() : ""));
       require_output_dir((std::filesystem::path(o->checkpoint_dir) / "checkpoint.rrfp").string(), "--checkpoint");
     }
+    // A resumed run writes there too (its last step at least): not after hours.
+    if (writer && o->resume && std::filesystem::is_directory(o->checkpoint_dir))
+      require_output_dir((std::filesystem::path(o->checkpoint_dir) / "checkpoint.rrfp").string(), "--checkpoint");
     // The BLAS decides the speed of every pass (docs/training.md): say which one runs.
     if (!*quiet) {
       const train::BlasInfo blas = train::blas_in_use();

@@ -213,9 +213,19 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   sub->tasks.assign(plan.nodes(), nullptr);
   sub->arrival_args = std::make_unique<ArrivalArg[]>(plan.nodes());
   int expected_remote = 0;
+  // After a failed submission nothing more is submitted: a consumer would
+  // read what the task never wrote. What was not submitted counts as done,
+  // so the watchdog's drain ends the run with the error instead of waiting.
+  bool submit_failed = false;
+  int not_submitted = 0;
+  auto counted = [&](int node) { return L.rank_of_slot(plan.slot[node]) == me && !is_held(node); };
   // Builds node `node` (a task here, or the transport's sends for it) and submits it.
   auto submit = [&](int node, starpu_codelet* cl, void* arg, int priority, unsigned order) {
     if (!build[node]) return;
+    if (submit_failed) {
+      not_submitted += counted(node);
+      return;
+    }
     const auto& acc = plan.access[node];
     std::vector<starpu_data_descr> descr(acc.size());  // an epilogue may have more than STARPU_NMAXBUFS
     for (size_t i = 0; i < acc.size(); ++i) descr[i] = {sub->handle[acc[i].handle], mode_of(acc[i].mode)};
@@ -259,6 +269,8 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
         }
       sub->tasks[node] = t;
       if (int rc = starpu_task_submit(t); rc != 0) {
+        submit_failed = true;
+        not_submitted += counted(node);
         run.fail(fmt::format("starpu_task_submit({}) failed ({})", cl->name, rc));
         return;
       }
@@ -317,7 +329,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   // Every task is known before the first one can run on this rank: the
   // watchdog's total must be complete before a fast run could end.
   for (int node = 0; node < plan.nodes(); ++node)
-    if (build[node] && L.rank_of_slot(plan.slot[node]) == me && !is_held(node)) ++run.total;
+    if (build[node] && counted(node)) ++run.total;
   if (sub->decisions) sub->decisions->post_receives();
   if (!L.distributed()) run.t0 = RunState::Clock::now();  // one process: times from submission; ranks share the clock's epoch
   out.t_submit = run.now();
@@ -340,6 +352,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
              &sub->epi_args[node - tasks - links], 0, 0);
     }
   }
+  for (int i = 0; i < not_submitted; ++i) run.finished_one();
   const int expected_msgs = expected_remote + (sub->decisions ? sub->decisions->expected() : 0);
   auto arrived = [&] { return run.arrived.load() + (sub->decisions ? sub->decisions->received() : 0); };
 
@@ -416,7 +429,10 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
                                       spec.choice->name, spec.timeout_s, run.done.load(), run.total));
       }
     }
+    // A failure just before the last task ended, or before this loop began.
+    if (failure.empty() && !run.error.empty()) failure = run.error;
   }
+  if (channels && failure.empty() && !channels->error().empty()) failure = channels->error();
   if (!drained) {
     (void)sub.release();  // StarPU still points into it
     throw UnrecoverableError(failure);

@@ -224,6 +224,12 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   const int p = preferred(device);
   if (p < 0) return false;
   if (p == alt || ready_[p] || p == dev.gave_up) return false;
+  // Both add to the stage's weight gradients: on StarPU alt, ready first,
+  // already holds the commuting accumulator, so P cannot arrive before alt
+  // has run, whatever its inputs predict.
+  const Task &tp = hint_.graph->task(p), &ta = hint_.graph->task(alt);
+  auto adds_weight_grads = [](Kind k) { return k == Kind::W || k == Kind::BW; };
+  if (tp.stage == ta.stage && adds_weight_grads(tp.kind) && adds_weight_grads(ta.kind)) return false;
   if (dev.waiting_for == p) {
     if (now < dev.deadline) {
       dev.wake = dev.deadline;
@@ -234,13 +240,13 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
     return false;
   }
   // A forward the cap would hold back anyway is not worth waiting for.
-  if (hint_.graph->task(p).kind == Kind::F && !forward_allowed(dev, device, p)) return false;
+  if (tp.kind == Kind::F && !forward_allowed(dev, device, p)) return false;
   // A W is the filler split-backward hints defer into gaps: it holds no
   // memory, releases nobody, and idling instead of running it measured worse
   // on every split-backward hint of the grid (perf/RESULTS.md, issue 16).
   // So instead of a W the device waits only for a P that is all but there
   // (a tie lost by microseconds on StarPU), and only briefly.
-  const bool filler = hint_.graph->task(alt).kind == Kind::W;
+  const bool filler = ta.kind == Kind::W;
   // Waiting pays only when P is on the critical chain right now: a device
   // that consumes P's output has P's successor as its own next task in the
   // hint. Otherwise delaying P costs nobody and idling costs this device.

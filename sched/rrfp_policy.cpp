@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bitset>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -10,6 +9,13 @@
 
 #include <fmt/format.h>
 #include <sched.h>
+
+// Idle workers must poll pop_task: a leader's decision for its followers,
+// a finished task and the bounded wait's deadline make a task poppable
+// without a push, and nothing here wakes a sleeping worker for them.
+#ifndef STARPU_NON_BLOCKING_DRIVERS
+#error "the rrfp policies need StarPU's non-blocking drivers (StarPU 1.4's default; this one was configured with --enable-blocking-drivers)"
+#endif
 
 namespace rrfp {
 
@@ -74,19 +80,6 @@ const rrfp_graph_task* graph_arg(const State& s, const starpu_task* task) {
   return nullptr;
 }
 
-// Wakes a worker that may sleep. With non-blocking drivers (Debian's build)
-// idle workers poll pop_task, and starpu_wake_worker_relax_light would make
-// the pusher wait until the target reaches a scheduling point: 10x slower
-// dispatch in our measurements. So, like eager, we only wake when workers
-// can block.
-inline void wake(int worker) {
-#ifdef STARPU_NON_BLOCKING_DRIVERS
-  (void)worker;
-#else
-  starpu_wake_worker_relax_light(worker);
-#endif
-}
-
 void lock_relaxed(State& s) {
   // A worker may call us holding its own sched mutex; relax so that others
   // can wake it while it waits for our lock.
@@ -115,9 +108,7 @@ int push_task(starpu_task* task) {
     s.events.fetch_add(1, std::memory_order_relaxed);
     s.maybe[slot].store(1, std::memory_order_release);
     starpu_push_task_end(task);  // before unlocking: nobody can pop it yet
-    int w = s.worker_of_slot[slot];
     s.m.unlock();
-    wake(w);
     return 0;
   }
   // Urgent ones (an asynchronous stage's update) go first.
@@ -126,15 +117,12 @@ int push_task(starpu_task* task) {
   else
     s.foreign.push_back(task);
   s.foreign_n.fetch_add(1, std::memory_order_release);
-  // Who may run it, read before unlocking: once unlocked a worker may pop,
-  // run and free the task (a race seen about once in 30 runs).
-  std::bitset<STARPU_NMAXWORKERS> can;
-  const unsigned n = starpu_worker_get_count();
-  for (unsigned w = 0; w < n; ++w) can[w] = starpu_worker_can_execute_task(w, task, 0) != 0;
+  // Workers poll (non-blocking drivers): none needs a wake-up, which would
+  // make the pusher wait for it to reach a scheduling point (10x slower
+  // dispatch in our measurements). Once unlocked a worker may pop, run and
+  // free the task.
   starpu_push_task_end(task);
   s.m.unlock();
-  for (unsigned w = 0; w < n; ++w)
-    if (can[w]) wake(static_cast<int>(w));
   return 0;
 }
 
@@ -200,6 +188,7 @@ starpu_task* pop_task(unsigned sched_ctx) {
   // (StarPU may push it after this worker asks again).
   if (!out && slot >= 0 && s.update_group > 0 && !s.drain && s.due[slot] > 0) {
     s.m.unlock();
+    sched_yield();
     return nullptr;
   }
   if (!out && mine && s.arb) {
@@ -222,6 +211,7 @@ starpu_task* pop_task(unsigned sched_ctx) {
       }
   }
   s.m.unlock();
+  if (!out) sched_yield();  // as on the cheap path: a polling worker hands its core over
   return out;
 }
 
@@ -394,13 +384,7 @@ extern "C" int rrfp_sched_stalled(unsigned sched_ctx, char* why, size_t why_len)
 extern "C" void rrfp_sched_drain(unsigned sched_ctx) {
   State* s = rrfp::our_state(sched_ctx);
   if (!s) return;
-  std::vector<int> workers;
-  {
-    std::lock_guard<std::mutex> g(s->m);
-    s->drain = true;
-    for (size_t d = 0; d < s->pending.size(); ++d) s->maybe[d].store(1);
-    workers = s->worker_of_slot;
-  }
-  for (int w : workers)
-    if (w >= 0) rrfp::wake(w);  // never under our lock
+  std::lock_guard<std::mutex> g(s->m);
+  s->drain = true;
+  for (size_t d = 0; d < s->pending.size(); ++d) s->maybe[d].store(1);  // the polling workers look again
 }

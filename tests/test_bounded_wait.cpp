@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "codelets/cost_model.hpp"
+#include "hints/csv.hpp"
 #include "hints/generators.hpp"
 #include "sched/arbiter.hpp"
 #include "sim/scenario.hpp"
@@ -184,6 +185,33 @@ TEST(BoundedWait, WaitsInsteadOfAWOnlyForATaskAllButThere) {
       EXPECT_EQ(r.waits, 0);
     }
   }
+}
+
+// Never for a task that adds to the same weight gradients as the ready
+// one: on StarPU the ready one already holds the stage's commuting
+// accumulator, so the other cannot arrive first. The last stage runs B2
+// before B1, so device 1 has B(1,2) ready while its hint wants B(1,1),
+// whose input B(2,1) has started and is predicted within the horizon
+// (stage 2's backwards are fast) and which device 0 waits for next: every
+// other condition of a wait holds (without this rule the device waits).
+TEST(BoundedWait, NeverWaitsForATaskTheReadyOneLocksOut) {
+  Hint h = import_csv(
+      "0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3\n"
+      "1F0,1F1,1F2,1F3,1B0,1B1,1B2,1B3\n"
+      "2F0,2B0,2F1,2F2,2F3,2B2,2B1,2B3\n");
+  const TaskGraph& g = *h.graph;
+  const int b11 = g.find(Kind::BW, 1, 1), b12 = g.find(Kind::BW, 1, 2);
+  ASSERT_GE(b12, 0);
+  SimOptions o;
+  o.mode = Mode::BoundedWait;
+  o.duration = [&](int id) { return g.task(id).stage == 2 && g.task(id).kind == Kind::BW ? 0.2 : 1.0; };
+  o.comm.latency_s = 0.05;  // B(1,2) arrives after B(2,1) has started: its end is predicted
+  SimResult r = simulate(h, o);
+  ASSERT_TRUE(r.complete) << r.stuck;
+  const auto& ex = r.executed[1];
+  const auto pos = [&](int id) { return std::find(ex.begin(), ex.end(), id) - ex.begin(); };
+  EXPECT_EQ(r.waits, 0);
+  EXPECT_LT(pos(b12), pos(b11));
 }
 
 // rrfp-wait against rrfp on the same drawn durations: where the rule does

@@ -232,6 +232,69 @@ TEST(TrainLoop, MismatchedOrCorruptCheckpointIsRefused) {
   expect_refused(o, "cannot read checkpoint");
 }
 
+// What only the checkpoint has counts too: an asynchronous run, a held-out
+// split or a data file is not resumed by a run without it, nor on other text.
+TEST(TrainLoop, CheckpointIdentityIsComparedBothWays) {
+  const fs::path dir = fresh_dir("identity");
+  fs::create_directories(dir);
+  auto text_file = [&](const std::string& name, const std::string& line) {
+    const std::string path = (dir / name).string();
+    std::ofstream f(path);
+    for (int i = 0; i < 200; ++i) f << line << i << "\n";
+    return path;
+  };
+  TrainOptions o = tiny();
+  o.steps = 1;
+  o.checkpoint_dir = (dir / "ck").string();
+  o.eval_every = 1;
+  o.data_path = text_file("a.txt", "the cat sat on the mat ");
+  train(o);
+  o.resume = true;
+  o.steps = 2;
+  train(o);  // the same run resumes
+  auto expect_refused = [&](TrainOptions x, const std::string& what) {
+    try {
+      train(x);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  o.steps = 3;
+  TrainOptions all_text = o;  // would train on the held-out tenth
+  all_text.eval_every = 0;
+  expect_refused(all_text, "validation = \"held-out\", this run has validation = nothing");
+  TrainOptions other = o;
+  other.data_path = text_file("b.txt", "a dog ran in the fog ");
+  expect_refused(other, "data = ");
+  TrainOptions generated = o;
+  generated.data_path.clear();
+  expect_refused(generated, "this run has data = nothing");
+  fs::remove_all(dir);
+}
+
+// An update that leaves NaN or inf behind stops the run before its
+// checkpoint replaces the last good one.
+TEST(TrainLoop, DivergedUpdateKeepsTheLastGoodCheckpoint) {
+  const fs::path dir = fresh_dir("diverged");
+  TrainOptions o = tiny();
+  o.steps = 6;
+  o.lr = 1e4;
+  o.checkpoint_dir = dir.string();
+  o.checkpoint_every = 1;
+  try {
+    train(o);
+    ADD_FAILURE() << "a run at lr 1e4 did not diverge";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("diverged"), std::string::npos) << e.what();
+  }
+  const Checkpoint c = load_checkpoint(dir.string());
+  EXPECT_LT(c.meta.at("step").get<int>(), 6);
+  for (const auto& t : c.tensors)
+    for (float v : t.data) ASSERT_TRUE(std::isfinite(v)) << t.name << " at step " << c.meta.at("step");
+  fs::remove_all(dir);
+}
+
 // A child rewrites the checkpoint in a loop and is killed with SIGKILL at
 // varying moments; the file must always load, with one of the written steps.
 TEST(TrainLoop, SigkillDuringWriteLeavesALoadableCheckpoint) {

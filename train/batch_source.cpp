@@ -17,11 +17,12 @@ BatchSource::BatchSource(const TrainOptions& o, int M, int b) : o_(o), M_(M), b_
   }
   auto text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
                                                                        : load_text(o.data_path));
+  if (!o.data_path.empty()) fingerprint_ = text_fingerprint(*text);
   if (o.eval_every > 0) {  // the last tenth is held out for validation
     const size_t cut = text->size() * 9 / 10;
     auto held = std::make_shared<const std::string>(text->substr(cut));
     text = std::make_shared<const std::string>(text->substr(0, cut));
-    Sampler v(held, o.gpt.seq_len, o.seed ^ 0x7a11da7eULL);
+    Sampler v(held, o.gpt.seq_len, o.seed ^ 0x7a11da7eULL, "the held-out validation text (the last tenth)");
     val_ = make_microbatches(v.next(o.eval_microbatches * b), o.eval_microbatches, b, o.gpt.seq_len);
   }
   text_ = std::make_unique<Sampler>(text, o.gpt.seq_len, o.seed ^ 0xda7aULL);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "train/data.hpp"
@@ -27,6 +28,8 @@ class BatchSource {
   // --eval-every: gpt-tiny's last tenth of the corpus (which training then
   // leaves out), mm-tiny's images of a seed of their own. Empty otherwise.
   const std::vector<Microbatch>& validation() const { return val_; }
+  // --data: the file's size and hash (text_fingerprint); "" otherwise.
+  const std::string& data_fingerprint() const { return fingerprint_; }
 
  private:
   const TrainOptions& o_;
@@ -37,6 +40,7 @@ class BatchSource {
   std::unique_ptr<ImageSampler> images_;
   std::vector<Microbatch> val_;
   double tokens_ = 0;
+  std::string fingerprint_;
 };
 
 }  // namespace rrfp::train

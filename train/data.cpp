@@ -109,10 +109,14 @@ std::string load_text(const std::string& path) {
   return s;
 }
 
-Sampler::Sampler(std::shared_ptr<const std::string> text, int seq_len, std::uint64_t seed)
+std::string text_fingerprint(const std::string& text) {
+  return fmt::format("{} bytes, FNV-1a {:016x}", text.size(), fnv1a64(text.data(), text.size()));
+}
+
+Sampler::Sampler(std::shared_ptr<const std::string> text, int seq_len, std::uint64_t seed, const char* what)
     : text_(std::move(text)), seq_len_(seq_len), rng_(seed) {
   if (static_cast<long long>(text_->size()) < seq_len_ + 1LL)
-    throw SpecError(fmt::format("training text has {} bytes, fewer than one window of {} (--seq-len + 1)",
+    throw SpecError(fmt::format("{} has {} bytes, fewer than one window of {} (--seq-len + 1)", what,
                                 text_->size(), seq_len_ + 1));
 }
 

@@ -18,6 +18,10 @@ std::string generate_corpus(std::uint64_t seed, std::size_t bytes);
 // Whole file as bytes. Throws SpecError when it cannot be read or is empty.
 std::string load_text(const std::string& path);
 
+// Its size and FNV-1a hash, which a checkpoint keeps so that a resume on
+// another data file is refused.
+std::string text_fingerprint(const std::string& text);
+
 // xoshiro256**: small, fast, and its state is four words we can save.
 struct Rng {
   std::array<std::uint64_t, 4> s{};
@@ -36,8 +40,9 @@ struct SamplerState {
 // seq_len, target = last seq_len).
 class Sampler {
  public:
-  // Throws SpecError when the text is shorter than one window.
-  Sampler(std::shared_ptr<const std::string> text, int seq_len, std::uint64_t seed);
+  // Throws SpecError when the text (named `what` there) is shorter than one window.
+  Sampler(std::shared_ptr<const std::string> text, int seq_len, std::uint64_t seed,
+          const char* what = "training text");
   // n windows, row-major, n * (seq_len + 1) bytes.
   std::vector<std::uint8_t> next(int n);
   SamplerState state() const { return {rng_.s, drawn_}; }

@@ -83,6 +83,7 @@ Trainer::Impl::Impl(Resolved r)
   res.model_stages = P;
   ident = identity(o, P, b);
   if (o.eval_every > 0) ident["validation"] = "held-out";  // training leaves the last tenth out
+  if (!data->data_fingerprint().empty()) ident["data"] = data->data_fingerprint();  // not another file's text
   res.target.loss = o.target_loss;
   if (!o.async_mode.empty()) {
     async = std::make_unique<AsyncWindows>(o, model(), P, msg_shape);

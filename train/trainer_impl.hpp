@@ -105,6 +105,8 @@ struct Trainer::Impl {
   // their owners broadcast the parameters (and the AdamW moments), so every
   // rank holds the whole model (MPI between steps only).
   void share_stage_state(bool moments);
+  // A diverged update must not replace the last good checkpoint.
+  void check_finite_before_saving(int step);
 
   void save(int step);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <set>
 
 #include "codelets/splitmix.hpp"
 #include "sim/json_file.hpp"
@@ -117,11 +118,18 @@ nlohmann::json identity(const TrainOptions& o, int model_stages, int b) {
 }
 
 void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where) {
+  auto refuse = [&](const std::string& key) {
+    throw CheckpointError(fmt::format("checkpoint '{}' was written for {} = {}, this run has {} = {}", where, key,
+                                      meta.contains(key) ? meta[key].dump() : "nothing", key,
+                                      want.contains(key) ? want[key].dump() : "nothing"));
+  };
   for (auto it = want.begin(); it != want.end(); ++it)
-    if (!meta.contains(it.key()) || meta[it.key()] != it.value())
-      throw CheckpointError(fmt::format("checkpoint '{}' was written for {} = {}, this run has {} = {}", where,
-                                        it.key(), meta.contains(it.key()) ? meta[it.key()].dump() : "nothing",
-                                        it.key(), it.value().dump()));
+    if (!meta.contains(it.key()) || meta[it.key()] != it.value()) refuse(it.key());
+  // Both ways: a checkpoint of an asynchronous run, of a held-out split or
+  // of a data file must not be resumed by a run without them.
+  static const std::set<std::string> state = {"format", "step", "adam_steps", "sampler"};  // Impl::save
+  for (auto it = meta.begin(); it != meta.end(); ++it)
+    if (!want.contains(it.key()) && !state.count(it.key())) refuse(it.key());
 }
 
 void write_train_json(const std::string& path, const TrainOptions& o, const TrainResult& res, int b) {

@@ -71,14 +71,38 @@ void Trainer::Impl::share_stage_state(bool moments) {
         bcast(opts[t][s].exp_avg()[i]);
         bcast(opts[t][s].exp_avg_sq()[i]);
       }
+      if (!moments) continue;
+      // The owner's count of updates: a copy elsewhere never stepped, and
+      // AdamW's bias correction would restart from it on resume.
+      std::int64_t steps = opts[t][s].steps();
+      mpi_broadcast(&steps, sizeof steps, owner);
+      opts[t][s].set_steps(steps);
+    }
+}
+
+void Trainer::Impl::check_finite_before_saving(int step) {
+  auto check = [step](const torch::Tensor& x, const std::string& what) {
+    if (!torch::isfinite(x).all().item<bool>())
+      throw SpecError(fmt::format("step {}: the update left non-finite values in {}: the run diverged (a lower "
+                                  "--lr?); the checkpoint of this step was not written, the last one is kept",
+                                  step, what));
+  };
+  torch::NoGradGuard no_grad;
+  for (int t = 0; t < TP; ++t)
+    for (int s = 0; s < P; ++s) {
+      const auto& ps = pipes[t]->stage(s).params();
+      for (size_t i = 0; i < ps.size(); ++i) {
+        check(ps[i].t, "'" + ps[i].name + "'");
+        check(opts[t][s].exp_avg()[i], "the AdamW moments of '" + ps[i].name + "'");
+        check(opts[t][s].exp_avg_sq()[i], "the AdamW moments of '" + ps[i].name + "'");
+      }
     }
 }
 
 void Trainer::Impl::save(int step) {
-  if (mpi) {
-    share_stage_state(true);
-    if (mpi_rank != 0) return;  // rank 0 writes the whole state
-  }
+  if (mpi) share_stage_state(true);
+  check_finite_before_saving(step);  // every rank holds the same weights now, so all stop alike
+  if (mpi && mpi_rank != 0) return;  // rank 0 writes the whole state
   Checkpoint c;
   c.meta = ident;
   c.meta["format"] = "rrfp-train";
