@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -322,10 +323,7 @@ TEST(TrainLoop, SigkillDuringWriteLeavesALoadableCheckpoint) {
     ::waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status));
     for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().filename().string().find(".tmp.") != std::string::npos) {
-        ++torn_temp_seen;
-        fs::remove(e.path());
-      }
+      torn_temp_seen += e.path().filename().string() == "checkpoint.rrfp.tmp." + std::to_string(pid);
     const Checkpoint c = load_checkpoint(dir.string());
     const int step = c.meta.at("step").get<int>();
     EXPECT_TRUE(step >= 1 && step <= 3);
@@ -334,6 +332,14 @@ TEST(TrainLoop, SigkillDuringWriteLeavesALoadableCheckpoint) {
   }
   // Not asserted (timing), but shows the kill did land mid-write.
   std::printf("killed mid-write (temporary file left) in %d of 8 rounds\n", torn_temp_seen);
+  // The next write removes the dead writers' temporaries, not a live one's.
+  const fs::path live = dir / ("checkpoint.rrfp.tmp." + std::to_string(::getppid()));
+  { std::ofstream(live.string()) << "x"; }
+  write_file_atomic(checkpoint_path(dir.string()), payloads[0]);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"checkpoint.rrfp", live.filename().string()}));
   fs::remove_all(dir);
 }
 

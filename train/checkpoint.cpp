@@ -1,13 +1,16 @@
 #include "train/checkpoint.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -67,6 +70,25 @@ void fsync_dir(const std::string& dir) {
 std::string dir_of(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+// Temporaries `<path>.tmp.<pid>` of writers that died before their rename
+// (a checkpoint can be gigabytes): removed once a write has succeeded. A
+// live process's temporary (another pid still running here) is left alone.
+void remove_stale_temporaries(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_of(path), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid_text = name.substr(prefix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    const bool gone = ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    if (gone) std::filesystem::remove(e.path(), ec);
+  }
 }
 
 }  // namespace
@@ -169,6 +191,7 @@ void write_file_atomic(const std::string& path, const std::vector<char>& bytes) 
     throw SpecError(fmt::format("renaming '{}' to '{}' failed: {}", tmp, path, e));
   }
   fsync_dir(dir_of(path));
+  remove_stale_temporaries(path);
 }
 
 void save_checkpoint(const std::string& dir, const Checkpoint& c) {
