@@ -82,6 +82,12 @@ DurationTrace read_duration_trace(const std::string& path) {
   }
   if (seen.empty()) throw fail("it has no pass slices (2F0, ...)");
   for (const auto& [k, v] : seen) t.steps = std::max(t.steps, static_cast<int>(v.size()));
+  // Every stage has a forward of every microbatch: checked before the
+  // tables are sized, so a stray "0F999999" cannot allocate gigabytes.
+  if (static_cast<double>(t.stages) * t.microbatches > static_cast<double>(seen.size()))
+    throw fail(fmt::format("it names stage {} and microbatch {} but records only {} distinct passes: passes are "
+                           "missing (a cut or merged file?)",
+                           t.stages - 1, t.microbatches - 1, seen.size()));
   t.cell.assign(static_cast<size_t>(t.stages) * kNumKinds * t.microbatches, {});
   t.pooled.assign(static_cast<size_t>(t.stages) * kNumKinds, {});
   // Every pass the trace has for a stage must be there for every

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -31,6 +32,7 @@ struct SimFlags {
   std::string plan;
   std::string policy = "rrfp-wait";  // the runtime's default
   int slack = 0;
+  bool policy_given = false, slack_given = false;  // --plan: else the plan's own
   double latency_ms = 0, bandwidth_gbps = 0, message_mb = 0, act_mb = 1, weight_mb = 1;
   bool no_overlap = false, parallel_links = false;
   std::string json, trace, picture;
@@ -63,19 +65,28 @@ void add_comm_flags(CLI::App* c, SimFlags& f) {
   c->add_flag("--parallel-links", f.parallel_links, "transfers on one link do not queue behind each other");
 }
 
-// --plan: the plan's hint, stage costs, link and memory (rrfp tune); the
-// run shown is --seed's draw of the stages' spread, and the mean over the
-// plan's seeds is what the tuner predicted.
-void run_plan(const SimFlags& f, Hint& h, Scenario& sc) {
+// --plan: the plan's hint, stage costs, link and memory (rrfp tune), and
+// its policy and slack unless given; the run shown is --seed's draw of the
+// stages' spread, and the mean over the plan's seeds is what the tuner
+// predicted.
+void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
   const Plan p = read_plan(f.plan);
   h = plan_hint(p);
   Objective ob = plan_objective(p);
+  if (!f.policy_given) f.policy = p.policy;  // what the tuner predicted under
+  if (!f.slack_given) f.slack = p.inflight_slack;
   const Scenario base = f.scenario();
   ob.mode = base.mode;
   ob.inflight_slack = base.inflight_slack;
   sc = cost_scenario(p.costs, ob, base.cost.seed);
   sc.memory_budget = enforced_budget(h, p.costs, ob);  // as `rrfp train --plan` enforces the plan's limit
   const StepEstimate e = estimate_step(h, p.costs, ob);
+  if (ob.memory_bytes > 0 && sc.memory_budget.empty())  // the order itself needs more: no budget could keep it
+    for (int d = 0; d < h.devices(); ++d)
+      if (e.memory[d] > ob.memory_bytes)
+        throw SpecError(fmt::format("plan '{}': device {} needs {:.2f} MiB (its order's activation peak, weights and "
+                                    "AdamW state), over the plan's memory limit of {:.2f} MiB",
+                                    f.plan, d, e.memory[d] / 1048576, ob.memory_bytes / 1048576));
   fmt::print("plan {}: {} {} partition {}; mean step over {} seeds {:.3f} ms (predicted when tuned: {:.3f} ms)\n",
              f.plan, p.placement, p.schedule, fmt::join(p.counts, ","), ob.seeds, e.step_s * 1e3,
              p.predicted_step_s * 1e3);
@@ -92,7 +103,7 @@ void refuse_what_the_plan_fixes(const CLI::App* c) {
                                   o->get_lnames().front()));
 }
 
-void run(const SimFlags& f) {
+void run(SimFlags f) {
   Hint h;
   Scenario sc;
   if (!f.plan.empty()) {
@@ -201,11 +212,15 @@ void add_sweep(CLI::App* sim) {
   c->callback([f, param, values, seeds] {
     std::vector<double> vs;
     for (const std::string& v : split_list(*values)) {
+      std::size_t used = 0;
+      double x = 0;
       try {
-        vs.push_back(std::stod(v));
+        x = std::stod(v, &used);
       } catch (const std::exception&) {
-        throw SpecError(fmt::format("--values: '{}' is not a number", v));
       }
+      if (used == 0 || used != v.size() || !std::isfinite(x))  // "6abc" is not 6
+        throw SpecError(fmt::format("--values: '{}' is not a number", v));
+      vs.push_back(x);
     }
     if (f->policy != "rrfp" && f->policy != "rrfp-wait")
       throw SpecError(fmt::format("sim sweep compares a policy with rrfp-fixed: --policy rrfp or rrfp-wait, not '{}'",
@@ -302,6 +317,8 @@ void add_sim_command(CLI::App& app) {
   c->callback([c, f] {
     if (!c->get_subcommands().empty()) return;
     if (!f->plan.empty()) refuse_what_the_plan_fixes(c);
+    f->policy_given = c->get_option("--policy")->count() > 0;
+    f->slack_given = c->get_option("--inflight-slack")->count() > 0;
     run(*f);
   });
 }

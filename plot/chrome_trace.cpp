@@ -54,8 +54,11 @@ Timeline read_chrome_trace(const std::string& path) {
     for (const auto& e : *events) {
       if (!e.is_object()) continue;
       std::string ph = e.value("ph", "");
-      if (ph == "M" && e.value("name", "") == "thread_name") names[key(e)] = e["args"].value("name", "");
-      if (ph == "M" && e.value("name", "") == "process_name") t.title = e["args"].value("name", "");
+      // e["args"] on a const object without "args" is undefined behaviour.
+      const nlohmann::json args = e.value("args", nlohmann::json::object());
+      const std::string arg_name = args.is_object() ? args.value("name", "") : "";
+      if (ph == "M" && e.value("name", "") == "thread_name") names[key(e)] = arg_name;
+      if (ph == "M" && e.value("name", "") == "process_name") t.title = arg_name;
       if (ph != "X") continue;
       Slice s;
       long long k = key(e);

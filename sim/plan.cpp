@@ -29,17 +29,46 @@ nlohmann::json costs_json(const StageCosts& c) {
   return st;
 }
 
+// JSON has one number type: 4.5 microbatches is not 4, and 4294967300 is
+// not 4 either (get<int> would wrap it).
+int int_of(const nlohmann::json& v, const char* key, const std::string& where) {
+  if (!v.is_number_integer()) throw SpecError(fmt::format("{}: '{}' must be an integer", where, key));
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<int>::max())
+                        : v.get<std::int64_t>() >= std::numeric_limits<int>::min() &&
+                              v.get<std::int64_t>() <= std::numeric_limits<int>::max();
+  if (!fits) throw SpecError(fmt::format("{}: '{}' = {} is out of range", where, key, v.dump()));
+  return v.get<int>();
+}
+
 template <class T>
 T need(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.contains(key)) throw SpecError(fmt::format("{}: '{}' is missing", where, key));
-  // JSON has one number type: 4.5 microbatches is not 4.
-  if constexpr (std::is_integral_v<T>)
-    if (!j[key].is_number_integer()) throw SpecError(fmt::format("{}: '{}' must be an integer", where, key));
-  try {
-    return j[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw SpecError(fmt::format("{}: '{}' has the wrong type", where, key));
+  const nlohmann::json& v = j[key];
+  if constexpr (std::is_same_v<T, int>) {
+    return int_of(v, key, where);
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    if (!v.is_array()) throw SpecError(fmt::format("{}: '{}' must be a list of integers", where, key));
+    std::vector<int> out;
+    for (const auto& x : v) out.push_back(int_of(x, key, where));
+    return out;
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const nlohmann::json::exception&) {
+      throw SpecError(fmt::format("{}: '{}' has the wrong type", where, key));
+    }
   }
+}
+
+// An optional number: finite and within [lo, hi], `fallback` when absent.
+double number_in(const nlohmann::json& j, const char* key, double fallback, double lo, double hi,
+                 const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  const nlohmann::json& v = j[key];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi)
+    throw SpecError(fmt::format("{}: '{}' = {} must be a number from {} to {}", where, key, v.dump(), lo, hi));
+  return v.get<double>();
 }
 
 }  // namespace
@@ -70,7 +99,9 @@ nlohmann::json plan_json(const Plan& p) {
           {"tried", p.tried}};
 }
 
-Plan parse_plan(const nlohmann::json& j, const std::string& source) {
+namespace {
+
+Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object() || j.value("format", "") != "rrfp-plan")
     throw SpecError(fmt::format("'{}' is not an rrfp plan (write one with rrfp tune -o FILE)", source));
   Plan p;
@@ -95,25 +126,29 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   p.stage_device = need<std::vector<int>>(j, "stage_device", source);
   p.schedule = j.value("schedule", "");
   p.policy = j.value("policy", "rrfp-wait");
-  p.inflight_slack = j.value("inflight_slack", 0);
+  p.inflight_slack = j.contains("inflight_slack") ? int_of(j["inflight_slack"], "inflight_slack", source) : 0;
   p.csv = bidirectional_placement(p.placement) ? j.value("hint_csv", "") : need<std::string>(j, "hint_csv", source);
-  p.predicted_step_s = j.value("predicted_step_s", 0.0);
-  p.seeds = j.value("predicted_seeds", 5);
-  if (p.seeds < 1) throw SpecError(fmt::format("{}: predicted_seeds must be at least 1", source));
-  p.memory_limit_bytes = j.value("memory_limit_bytes", 0.0);
+  constexpr double kHuge = 1e18;  // bytes, seconds, ms: far beyond any real plan
+  p.predicted_step_s = number_in(j, "predicted_step_s", 0.0, 0, kHuge, source);
+  p.seeds = static_cast<int>(number_in(j, "predicted_seeds", 5, 1, 1000, source));
+  if (j.contains("predicted_seeds")) (void)int_of(j["predicted_seeds"], "predicted_seeds", source);
+  p.memory_limit_bytes = number_in(j, "memory_limit_bytes", 0.0, 0, kHuge, source);
   p.memory_bytes = j.value("memory_bytes", std::vector<double>{});
   p.tried = j.value("tried", nlohmann::json::array());
   if (p.devices < 1 || p.microbatches < 1 || p.micro_batch_size < 1)
     throw SpecError(fmt::format("{}: devices, microbatches and micro_batch_size must be at least 1", source));
-  if (p.inflight_slack < 0) throw SpecError(fmt::format("{}: inflight_slack must not be negative", source));
+  if (p.inflight_slack < 0 || p.inflight_slack > 100000)
+    throw SpecError(fmt::format("{}: inflight_slack must be from 0 to 100000", source));
   if (!(p.memory_limit_bytes >= 0)) throw SpecError(fmt::format("{}: memory_limit_bytes must not be negative", source));
   // The partition covers the model's blocks, each once (what `rrfp train
   // --plan` checks against the model it builds).
   try {
     const auto layers = p.config.find("layers");
+    const long long total = std::accumulate(p.counts.begin(), p.counts.end(), 0LL);
+    if (total > 1000000) throw SpecError(fmt::format("the partition covers {} blocks", total));
     check_counts(p.counts, layers != p.config.end() && layers->is_number_integer()
-                               ? layers->get<int>()
-                               : std::accumulate(p.counts.begin(), p.counts.end(), 0));
+                               ? int_of(*layers, "config.layers", source)
+                               : static_cast<int>(total));
   } catch (const SpecError& e) {
     throw SpecError(fmt::format("{}: {}", source, e.what()));
   }
@@ -124,24 +159,37 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   for (const auto& s : stages) {
     BaseCost c{need<double>(s, "F_ms", source), need<double>(s, "B_ms", source), need<double>(s, "W_ms", source),
                need<double>(s, "BW_ms", source)};
-    for (double ms : {c.f, c.b, c.w})
-      if (!(ms >= 0) || std::isinf(ms))
+    for (double ms : {c.f, c.b, c.w, c.bw})
+      if (!(ms >= 0) || ms > kHuge)
         throw SpecError(fmt::format("{}: a stage's pass costs {} ms (costs are finite and not negative)", source, ms));
     p.costs.cost.push_back(c);
-    p.costs.activation_bytes.push_back(need<double>(s, "activation_bytes", source));
-    p.costs.weight_bytes.push_back(need<double>(s, "weight_bytes", source));
-    p.costs.sigma.push_back(s.value("sigma", 0.0));
+    if (!s.contains("activation_bytes") || !s.contains("weight_bytes"))
+      throw SpecError(fmt::format("{}: a stage's 'activation_bytes' or 'weight_bytes' is missing", source));
+    p.costs.activation_bytes.push_back(number_in(s, "activation_bytes", 0, 0, kHuge, source));
+    p.costs.weight_bytes.push_back(number_in(s, "weight_bytes", 0, 0, kHuge, source));
+    p.costs.sigma.push_back(number_in(s, "sigma", 0.0, 0, 5, source));  // a lognormal's spread
   }
-  p.costs.message_bytes = j.value("message_bytes", 0.0);
+  p.costs.message_bytes = number_in(j, "message_bytes", 0.0, 0, kHuge, source);
   const auto link = j.value("link", nlohmann::json::object());
-  p.latency_s = link.value("latency_s", 0.0);
-  p.bandwidth_Bps = link.value("bandwidth_Bps", 0.0);
-  p.link_ms = link.value("link_ms", 0.0);
+  if (!link.is_object()) throw SpecError(fmt::format("{}: 'link' must be an object", source));
+  p.latency_s = number_in(link, "latency_s", 0.0, 0, kHuge, source);
+  p.bandwidth_Bps = number_in(link, "bandwidth_Bps", 0.0, 0, kHuge, source);  // 0: infinite
+  p.link_ms = number_in(link, "link_ms", 0.0, 0, kHuge, source);
   if (p.stage_device.size() != p.counts.size())
     throw SpecError(fmt::format("{}: 'stage_device' places {} stages, the partition has {}", source,
                                 p.stage_device.size(), p.counts.size()));
   (void)plan_hint(p);  // the hint must agree with the rest
   return p;
+}
+
+}  // namespace
+
+Plan parse_plan(const nlohmann::json& j, const std::string& source) {
+  try {
+    return parse_plan_fields(j, source);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type that no check above names
+    throw SpecError(fmt::format("{}: a field has the wrong type: {}", source, e.what()));
+  }
 }
 
 Plan read_plan(const std::string& path) { return parse_plan(read_json_file(path, "plan"), path); }

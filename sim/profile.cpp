@@ -30,9 +30,7 @@ PassStats parse_stats(const nlohmann::json& layer, const char* key, const std::s
   return {non_negative(layer[key], "mean_s", w), non_negative(layer[key], "std_s", w)};
 }
 
-}  // namespace
-
-ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
+ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object() || j.value("format", "") != "rrfp-profile")
     throw SpecError(fmt::format("'{}' is not an rrfp profile (write one with rrfp profile -o FILE)", source));
   ModelProfile p;
@@ -41,10 +39,13 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
   if (p.model != "gpt-tiny" && p.model != "mm-tiny")
     throw SpecError(fmt::format("{}: unknown model '{}'", source, p.model));
   p.config = j.value("config", nlohmann::json::object());
-  p.micro_batch_size = j.value("micro_batch_size", 0);
+  const nlohmann::json mbs = j.value("micro_batch_size", nlohmann::json(0));
+  // An integer from 1 to a million: 2.5 or 2^32 + 1 would be read as 2 or 1.
+  if (!mbs.is_number_integer() || mbs.get<double>() < 1 || mbs.get<double>() > 1e6)
+    throw SpecError(fmt::format("{}: micro_batch_size {} must be an integer from 1 to 1000000", source, mbs.dump()));
+  p.micro_batch_size = mbs.get<int>();
   p.repetitions = j.value("repetitions", 0);
   p.machine = j.value("machine", "");
-  if (p.micro_batch_size < 1) throw SpecError(fmt::format("{}: micro_batch_size must be at least 1", source));
   if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].size() < 3)
     throw SpecError(fmt::format("{}: 'layers' must list the first layer, at least one block and the last", source));
   for (size_t i = 0; i < j["layers"].size(); ++i) {
@@ -74,6 +75,16 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
     throw SpecError(fmt::format("{}: {} blocks listed, the model config says {}", source, p.blocks(),
                                 p.config["layers"].dump()));
   return p;
+}
+
+}  // namespace
+
+ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
+  try {
+    return parse_profile_fields(j, source);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type that no check names
+    throw SpecError(fmt::format("{}: a field has the wrong type: {}", source, e.what()));
+  }
 }
 
 ModelProfile read_profile(const std::string& path) { return parse_profile(read_json_file(path, "profile"), path); }
@@ -116,9 +127,10 @@ std::vector<int> even_counts(const std::string& model, int blocks, int stages) {
 void check_counts(const std::vector<int>& counts, int blocks) {
   const int S = static_cast<int>(counts.size());
   if (S < 1) throw SpecError("a partition needs at least one stage");
-  int sum = 0;
+  long long sum = 0;  // counts near INT_MAX must not wrap around to the right total
   for (int s = 0; s < S; ++s) {
-    if (counts[s] < 0) throw SpecError(fmt::format("partition: stage {} has {} blocks", s, counts[s]));
+    if (counts[s] < 0 || counts[s] > blocks)
+      throw SpecError(fmt::format("partition: stage {} has {} blocks, the model has {}", s, counts[s], blocks));
     if (counts[s] == 0 && s > 0 && s + 1 < S)
       throw SpecError(fmt::format("partition: stage {} holds no block (only the first and last stages may)", s));
     sum += counts[s];

@@ -1,6 +1,7 @@
 #include "sim/sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -19,8 +20,11 @@ std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc
     throw SpecError(fmt::format("--param stages cannot vary hint '{}': a CSV fixes its stages", hint));
   if (param == "microbatches" && is_csv_hint(hint))
     throw SpecError(fmt::format("--param microbatches cannot vary hint '{}': a CSV fixes its microbatches", hint));
+  const bool counts = param == "stages" || param == "microbatches" || param == "slack";
   std::vector<SweepPoint> out;
   for (double v : values) {
+    if (counts && (v != std::floor(v) || v < 0 || v > 1e5))
+      throw SpecError(fmt::format("--param {}: {} is not a count (a whole number from 0 to 100000)", param, v));
     HintParams hp = p;
     Scenario s = sc;
     if (param == "sigma") s.cost.var = parse_variability(fmt::format("lognormal:{}", v));
@@ -37,10 +41,18 @@ std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc
     SweepPoint pt{v, 0, 1e300, 0};
     for (int k = 0; k < seeds; ++k) {
       s.cost.seed = sc.cost.seed + k;
-      s.mode = Mode::Strict;
-      double fixed = run_scenario(h, s).sim.makespan;
-      s.mode = sc.mode == Mode::Strict ? Mode::ReadinessFirst : sc.mode;  // the policy compared with the fixed order
-      double rf = run_scenario(h, s).sim.makespan;
+      // A run that stalls has no makespan: the sweep fails as `rrfp sim` does.
+      auto makespan = [&](Mode m, const char* name) {
+        s.mode = m;
+        const SimResult r = run_scenario(h, s).sim;
+        if (!r.complete)
+          throw SpecError(fmt::format("{} = {}, seed {}: the run stalls under {}: {}", param, v, s.cost.seed, name,
+                                      r.stuck));
+        return r.makespan;
+      };
+      const double fixed = makespan(Mode::Strict, "rrfp-fixed");
+      // The policy compared with the fixed order.
+      const double rf = makespan(sc.mode == Mode::Strict ? Mode::ReadinessFirst : sc.mode, "the compared policy");
       double r = fixed / rf;
       pt.speedup += r / seeds;
       pt.min_speedup = std::min(pt.min_speedup, r);

@@ -46,12 +46,29 @@ TEST(CliSim, BadInputGetsAClearError) {
       {"sim --hint nosuch --stages 4 --microbatches 8", "unknown hint"},
       {"sim --hint 1f1b --policy best", "unknown arbitration mode"},
       {"sim sweep --hint bfw --param colour --values 1", "unknown sweep parameter"},
+      {"sim sweep --hint bfw --param sigma --values 6abc", "'6abc' is not a number"},
+      {"sim sweep --hint bfw --param stages --values 3e9", "is not a count"},
+      {"sim sweep --hint bfw --param microbatches --values 7.9", "is not a count"},
   };
   for (const Case& c : cases) {
     auto r = run_cli(c.args);
     EXPECT_NE(r.code, 0) << c.args;
     EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n" << r.out;
   }
+  // A sweep over an order that cannot run fails as `rrfp sim` does, instead
+  // of printing a ratio of 1.
+  std::ofstream(tmp("cycle.csv")) << "0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n";
+  auto sw = run_cli("sim sweep --hint csv:" + tmp("cycle.csv") + " --param sigma --values 0,0.5 --seeds 2");
+  EXPECT_EQ(sw.code, 2) << sw.out;
+  EXPECT_NE(sw.out.find("the run stalls under"), std::string::npos) << sw.out;
+  // A trace naming microbatch 999999 and nothing else: refused before its
+  // tables are sized (it used to allocate gigabytes first).
+  std::ofstream(tmp("holes.json")) << R"({"traceEvents":[{"ph":"M","name":"process_name","args":{"name":)"
+                                   << R"("rrfp train gpt-tiny 1f1b S=2 M=4"}},{"ph":"X","name":"0F999999","ts":0,"dur":5,"tid":1},)"
+                                   << R"({"ph":"M","name":"thread_name","tid":1}]})";
+  auto holes = run_cli("sim --durations " + tmp("holes.json"));
+  EXPECT_EQ(holes.code, 2) << holes.out;
+  EXPECT_NE(holes.out.find("passes are missing"), std::string::npos) << holes.out;
 }
 
 // Trace-driven workloads from the command line: the recorded mm-tiny trace

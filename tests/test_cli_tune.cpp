@@ -28,6 +28,19 @@ const std::string& profile() {
   return path;
 }
 
+// `rrfp sim --plan` prints "mean step over 5 seeds X ms (predicted when
+// tuned: X ms)": the same X.
+void expect_mean_is_predicted(const std::string& out) {
+  const size_t at = out.find("mean step over ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  const size_t seeds = line.find("seeds "), pred = line.find("tuned: ");
+  ASSERT_TRUE(seeds != std::string::npos && pred != std::string::npos) << line;
+  EXPECT_EQ(line.substr(seeds + 6, line.find(' ', seeds + 6) - seeds - 6),
+            line.substr(pred + 7, line.find(' ', pred + 7) - pred - 7))
+      << line;
+}
+
 }  // namespace
 
 TEST(CliTune, ProfileTuneSimulateAndTrainThePlan) {
@@ -42,17 +55,18 @@ TEST(CliTune, ProfileTuneSimulateAndTrainThePlan) {
 
   auto s = run_cli("sim --plan " + tmp("cli_plan.json") + " --json " + tmp("cli_plan_sim.json"));
   ASSERT_EQ(s.code, 0) << s.out;
-  // "mean step over 5 seeds X ms (predicted when tuned: X ms)": the same X.
-  const size_t at = s.out.find("mean step over ");
-  ASSERT_NE(at, std::string::npos) << s.out;
-  const std::string line = s.out.substr(at, s.out.find('\n', at) - at);
-  const size_t seeds = line.find("seeds "), pred = line.find("tuned: ");
-  ASSERT_TRUE(seeds != std::string::npos && pred != std::string::npos) << line;
-  EXPECT_EQ(line.substr(seeds + 6, line.find(' ', seeds + 6) - seeds - 6), line.substr(pred + 7, line.find(' ', pred + 7) - pred - 7))
-      << line;
+  expect_mean_is_predicted(s.out);
   nlohmann::json sim;
   std::ifstream(tmp("cli_plan_sim.json")) >> sim;
   EXPECT_GT(sim["makespan_s"].get<double>(), 0);
+
+  // A plan tuned under rrfp-fixed with slack is simulated under them too.
+  ASSERT_EQ(run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 --policy rrfp-fixed "
+                    "--inflight-slack 1 -o " + tmp("cli_plan_fixed.json")).code, 0);
+  auto sf = run_cli("sim --plan " + tmp("cli_plan_fixed.json"));
+  ASSERT_EQ(sf.code, 0) << sf.out;
+  EXPECT_NE(sf.out.find("policy=rrfp-fixed"), std::string::npos) << sf.out;
+  expect_mean_is_predicted(sf.out);
 
   auto tr = run_cli("train " + kModel + " --plan " + tmp("cli_plan.json") + " --steps 2 --quiet");
   EXPECT_EQ(tr.code, 0) << tr.out;
@@ -145,6 +159,9 @@ TEST(CliTune, BadInputsGetClearErrors) {
   EXPECT_NE(tiny.out.find("no plan fits"), std::string::npos) << tiny.out;
   auto many = run_cli("tune --profile " + profile() + " --devices 8 -o " + tmp("x.json"));
   EXPECT_EQ(many.code, 2) << many.out;
+  auto overflow = run_cli("sim --profile " + profile() + " --partition 2147483647,2147483647,10 --hint gpipe --stages 3");
+  EXPECT_EQ(overflow.code, 2) << overflow.out;
+  EXPECT_NE(overflow.out.find("stage 0 has 2147483647 blocks"), std::string::npos) << overflow.out;
   auto noplan = run_cli("sim --plan " + tmp("no-such-plan.json"));
   EXPECT_EQ(noplan.code, 2) << noplan.out;
   EXPECT_NE(noplan.out.find("cannot read plan"), std::string::npos) << noplan.out;

@@ -251,6 +251,26 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   refused("placement", "interleaved:x", "edited.json: 'placement' interleaved:V: 'x'");
   refused("policy", "nosuch", "edited.json: unknown arbitration mode 'nosuch'");
   refused("version", 99, "plan format version 99");
+  // Numbers out of range are refused, not wrapped, clamped or taken as meant.
+  refused("devices", 4294967298ULL, "'devices' = 4294967298 is out of range");
+  refused("partition", std::vector<long long>{2147483647LL, 2147483647LL}, "the partition covers 4294967294 blocks");
+  refused("predicted_seeds", 2000000000, "'predicted_seeds' = 2000000000 must be a number from 1 to 1000");
+  refused("inflight_slack", 2147483647, "inflight_slack must be from 0 to 100000");
+  refused("policy", 3, "a field has the wrong type");
+  refused("link", {{"bandwidth_Bps", -1}}, "'bandwidth_Bps' = -1");
+  auto stage_refused = [&](const char* key, double value, const std::string& message) {
+    nlohmann::json x = plan_json(plan);
+    x["stages"][0][key] = value;
+    try {
+      parse_plan(x, "edited.json");
+      ADD_FAILURE() << key << " = " << value << " accepted";
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  stage_refused("weight_bytes", -1e8, "'weight_bytes' = -100000000.0");
+  stage_refused("sigma", 1e300, "'sigma' = 1e+300");
+  stage_refused("BW_ms", -5, "costs -5 ms");
   EXPECT_THROW(read_plan(::testing::TempDir() + "/no-such-plan.json"), SpecError);
 }
 
@@ -350,6 +370,16 @@ TEST(Tuner, ProfileFilesRoundTripAndBadOnesAreRefused) {
   j = profile_json(p);
   j["config"]["layers"] = 7;
   EXPECT_THROW(parse_profile(j, "bad"), SpecError);
+  for (nlohmann::json mbs : {nlohmann::json(2.5), nlohmann::json(4294967297ULL), nlohmann::json("2")}) {
+    j = profile_json(p);
+    j["micro_batch_size"] = mbs;  // not read as 2 or 1
+    EXPECT_THROW(parse_profile(j, "bad"), SpecError) << mbs;
+  }
+  j = profile_json(p);
+  j["model"] = 3;  // a type error is a SpecError too (exit 2), not nlohmann's
+  EXPECT_THROW(parse_profile(j, "bad"), SpecError);
+  // Stage counts that overflow an int are refused, not summed to the right total.
+  EXPECT_THROW(stage_costs(p, {2147483647, 2147483647, 4}), SpecError);
   std::ofstream(path) << "{ not json";
   EXPECT_THROW(read_profile(path), SpecError);
 }

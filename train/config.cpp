@@ -67,7 +67,9 @@ std::vector<StageRange> partition_from_counts(const std::vector<int>& counts, in
   std::vector<StageRange> r(S);
   int at = 0;
   for (int s = 0; s < S; ++s) {
-    if (counts[s] < 0) throw SpecError(fmt::format("partition: stage {} has {} blocks", s, counts[s]));
+    if (counts[s] < 0 || counts[s] > layers - at)  // also no int overflow below
+      throw SpecError(fmt::format("partition: stage {} has {} blocks, {} of the model's {} (--layers) are left", s,
+                                  counts[s], layers - at, layers));
     if (counts[s] == 0 && s > 0 && s + 1 < S)
       throw SpecError(fmt::format("partition: stage {} holds no block (only the first stage, with the embedding, "
                                   "and the last, with the head, may)",
