@@ -49,12 +49,32 @@ bool is_builtin(const std::string& name) {
   return false;
 }
 
+// StarPU 1.4.10's built-ins that cannot run rrfp's graphs, whose tasks are
+// restricted to their device's worker (task->workerids): on `rrfp bench
+// --hint zb-h1 --stages 4 --microbatches 8` (2026-12-05) these stall with
+// tasks no worker ever pops, or abort in component_sched.c's push. Refused
+// by name up front instead of a silent stall and a timeout.
+const char* unusable_reason(const std::string& name) {
+  static const std::map<std::string, const char*> unusable = {
+      {"modular-eager", "stalls"},         {"modular-eager-prefetching", "stalls"},
+      {"modular-random", "stalls"},        {"modular-random-prefetching", "stalls"},
+      {"modular-prandom", "stalls"},       {"modular-prandom-prio", "stalls"},
+      {"modular-heft", "stalls"},          {"modular-heft-prio", "stalls"},
+      {"modular-heft2", "stalls"},         {"modular-heteroprio", "stalls"},
+      {"modular-pheft", "stalls"},         {"graph_test", "stalls (it waits for starpu_do_schedule)"},
+      {"modular-dmda", "aborts"},          {"modular-dmdap", "aborts"},
+      {"modular-dmdar", "aborts"},         {"modular-dmdas", "aborts"},
+  };
+  auto it = unusable.find(name);
+  return it == unusable.end() ? nullptr : it->second;
+}
+
 }  // namespace
 
 std::vector<std::string> known_policies() {
   std::vector<std::string> out = {"rrfp", "rrfp-wait", "rrfp-fixed", "static-order"};
   for (starpu_sched_policy** p = starpu_sched_get_predefined_policies(); *p; ++p)
-    if ((*p)->policy_name) out.push_back((*p)->policy_name);
+    if ((*p)->policy_name && !unusable_reason((*p)->policy_name)) out.push_back((*p)->policy_name);
   return out;
 }
 
@@ -100,6 +120,12 @@ PolicyChoice resolve_policy(const std::string& requested) {
     // has to exist.
     c.kind = PolicyChoice::Kind::StaticOrder;
     c.builtin = "eager";
+  } else if (const char* why = is_builtin(name) ? unusable_reason(name) : nullptr) {
+    std::string usable;
+    for (const std::string& k : known_policies()) usable += (usable.empty() ? "" : ", ") + k;
+    throw SpecError(fmt::format("scheduling policy '{}' (STARPU_SCHED): StarPU's own {} {} on rrfp's graphs, whose "
+                                "tasks are pinned to a worker with task->workerids (docs/runtime.md); usable: {}",
+                                name, name, why, usable));
   } else if (is_builtin(name)) {
     c.kind = PolicyChoice::Kind::Builtin;
     c.builtin = name;

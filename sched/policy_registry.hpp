@@ -22,10 +22,11 @@ struct PolicyChoice {
 // `requested` wins; "" reads STARPU_SCHED; unset means "rrfp-wait".
 // With RRFP_SCHED_LIB=/path/lib.so the library's
 // starpu_get_sched_lib_policy(name) provides the policy (name may be null).
-// Throws SpecError for unknown names, missing libraries or symbols.
+// Throws SpecError for unknown or unusable names, missing libraries or symbols.
 PolicyChoice resolve_policy(const std::string& requested = "");
 
-// Our names and StarPU's built-in names, for messages and --help.
+// Our names and StarPU's built-in names that run rrfp's graphs (not the
+// modular ones that stall or abort on them), for messages and --help.
 std::vector<std::string> known_policies();
 
 }  // namespace rrfp

@@ -59,6 +59,22 @@ TEST(RuntimeErrors, UnknownPolicy) {
   EXPECT_NE(m.find("rrfp-fixed"), std::string::npos) << m;
 }
 
+// StarPU's built-ins that stall or abort on pinned tasks are refused by
+// name before StarPU starts (modular-eager used to stall for 50 s).
+TEST(RuntimeErrors, BuiltinPoliciesThatCannotRunTheGraphAreRefused) {
+  EnvGuard g;
+  Hint h = make_hint("1f1b", {2, 2, 0, 0, 0});
+  for (const char* name : {"modular-eager", "modular-heft", "modular-dmda", "graph_test"}) {
+    use_policy(name);
+    std::string m = message_of<SpecError>([&] { execute(h, [](int) {}, {}); });
+    EXPECT_NE(m.find(std::string("scheduling policy '") + name + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find("usable: rrfp, rrfp-wait"), std::string::npos) << m;
+    EXPECT_EQ(m.find("modular-eager,"), std::string::npos) << m;  // not offered as usable
+  }
+  use_policy("modular-prio");  // one that runs them
+  EXPECT_NO_THROW(execute(h, [](int) {}, {}));
+}
+
 TEST(RuntimeErrors, MoreDevicesThanWorkers) {
   EnvGuard g;
   use_policy("rrfp");
