@@ -26,6 +26,20 @@ void sleep_for_seconds(double seconds) {
   std::this_thread::sleep_until(until);
 }
 
+namespace {
+
+// The performance models' workload: what sets a synthetic pass's mean
+// duration (unit, base and per-stage costs, a replayed trace), not its
+// variability, whose factors have mean one.
+std::uint32_t cost_workload_key(const CostOptions& c) {
+  std::string key = fmt::format("bench|{}|{},{},{},{}|", c.unit_ms, c.base.f, c.base.b, c.base.w, c.base.bw);
+  for (const BaseCost& s : c.stage_base) key += fmt::format("{},{},{},{};", s.f, s.b, s.w, s.bw);
+  if (c.durations) key += c.durations->source;
+  return workload_key_of(key);
+}
+
+}  // namespace
+
 BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
   if (cfg.iterations < 1) throw SpecError("--iterations must be at least 1");
   if (cfg.check_decisions) {
@@ -59,6 +73,7 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
     for (double& x : per_member.task_s) x /= T;
     LowerBound lb = lower_bound(g, per_member);
     ExecOptions o = cfg.exec;
+    if (o.workload_key == 0) o.workload_key = cost_workload_key(cfg.cost);
     if (c.link_ms > 0) o.link_delay_s = [&d](int id, int k) { return d.edge(id, k); };
     // The message this task reads was written by its producer (F: the
     // previous stage's F; a backward: the next stage's backward).

@@ -1,21 +1,27 @@
 #include "runtime/codelets.hpp"
 
+#include "codelets/splitmix.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/task_bodies.hpp"
+
 namespace rrfp {
 
 namespace {
 
-// Stage and message size decide a pass's duration (with its kind, which
-// picks the model): the footprint hashes both, size_base is the size.
+// Stage, message size and the workload (the model, the bench's costs)
+// decide a pass's duration (with its kind, which picks the model): the
+// footprint hashes the three, size_base is the size.
 uint32_t pass_footprint(starpu_task* task) {
   const auto* a = static_cast<const TaskArg*>(task->cl_arg);
   return starpu_hash_crc32c_be(static_cast<uint32_t>(a->stage),
-                               starpu_hash_crc32c_be_n(&a->message_bytes, sizeof a->message_bytes, 0));
+                               starpu_hash_crc32c_be_n(&a->message_bytes, sizeof a->message_bytes, a->workload_key));
 }
 size_t pass_size(starpu_task* task, unsigned) { return static_cast<const TaskArg*>(task->cl_arg)->message_bytes; }
 
-// An epilogue's cl_arg starts with its index, member * stages + stage.
+// An epilogue's (or an install's) cl_arg is an EpilogueArg.
 uint32_t epilogue_footprint(starpu_task* task) {
-  return starpu_hash_crc32c_be(static_cast<uint32_t>(*static_cast<const int*>(task->cl_arg)), 0);
+  const auto* a = static_cast<const EpilogueArg*>(task->cl_arg);
+  return starpu_hash_crc32c_be(static_cast<uint32_t>(a->index), a->workload_key);
 }
 
 starpu_perfmodel make_model(const char* symbol, uint32_t (*fp)(starpu_task*)) {
@@ -90,6 +96,11 @@ Codelets& codelets() {
 }
 
 }  // namespace
+
+std::uint32_t workload_key_of(const std::string& description) {
+  const std::uint64_t h = fnv1a64(description.data(), description.size());
+  return static_cast<std::uint32_t>(h ^ (h >> 32));
+}
 
 starpu_codelet* pass_codelet(Kind k) { return &codelets().pass[static_cast<int>(k)]; }
 starpu_codelet* link_codelet() { return &codelets().link; }

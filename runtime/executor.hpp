@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,10 @@ struct EpilogueIo {
 const EpilogueIo* epilogue_io();
 // The body of every graph task, called with member * tasks + task id.
 using TaskBody = std::function<void(int call, const TaskIo& io)>;
+
+// ExecOptions::workload_key from a description of the workload (stable
+// across runs and builds: StarPU keeps the models' histories on disk).
+std::uint32_t workload_key_of(const std::string& description);
 
 struct ExecOptions {
   std::string policy;             // "" = STARPU_SCHED, unset = rrfp-wait (sched/policy_registry.hpp)
@@ -107,6 +112,11 @@ struct ExecOptions {
   std::function<void()> worker_init;
   // Bytes of every message handle (activations and gradients), at least 1.
   std::size_t message_bytes = 64;
+  // What else decides a pass's duration, hashed (the model and its
+  // partition; the bench's costs): part of the StarPU performance models'
+  // footprint, so that two workloads with the same stage and message size
+  // keep separate histories instead of flushing each other's.
+  std::uint32_t workload_key = 0;  // workload_key_of(a description), 0: none
   // Optional (AMDP across ranks, docs/async.md; DataPlanOptions): state
   // bytes of each stage's accumulators and version handles, and the device
   // whose accumulator a (stage, device)'s W/BW add into. On CPU or CUDA

@@ -286,6 +286,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     a.member = mt / n;
     a.stage = t.stage;
     a.message_bytes = opt.message_bytes;
+    a.workload_key = opt.workload_key;
     for (size_t i = 0; i < plan.access[mt].size(); ++i) {
       if (plan.access[mt][i].handle == plan.msg_in[mt]) a.in_buf = static_cast<int>(i);
       if (plan.access[mt][i].handle == plan.msg_out[mt]) a.out_buf = static_cast<int>(i);
@@ -323,6 +324,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   for (int i = 0; i < plan.installs(); ++i)
     sub->epi_args[epis + i] = {epis + i, &run, &sub->plan, plan.install_node(i), plan.install_epilogue[i],
                                plan.install_device[i]};
+  for (EpilogueArg& e : sub->epi_args) e.workload_key = opt.workload_key;
 
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();

@@ -38,11 +38,12 @@ struct ChannelArg {
 
 // An epilogue (a stage's update), or an install of its weights elsewhere.
 struct EpilogueArg {
-  int index;  // member * stages + stage; first, for the performance model's footprint
+  int index;  // member * stages + stage, for the performance model's footprint
   RunState* run;
   const DataPlan* plan = nullptr;
   int node = -1;
   int install_of = -1, device = -1;  // an install: its epilogue and device
+  std::uint32_t workload_key = 0;    // ExecOptions::workload_key, for the footprint
 };
 
 }  // namespace rrfp

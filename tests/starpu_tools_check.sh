@@ -26,3 +26,11 @@ done
 ls "$STARPU_HOME/.starpu/sampling/codelets/"*/rrfp_F.* >/dev/null || { echo "FAIL: no rrfp_F performance model saved"; exit 1; }
 "$bin/starpu_perfmodel_display" -s rrfp_F | grep -q "^# hash" || { echo "FAIL: starpu_perfmodel_display -s rrfp_F"; exit 1; }
 echo "OK: performance models saved and displayed"
+# Another workload with the same stages and message size keeps a history of
+# its own (the footprint hashes the workload): 2 new entries, one per stage.
+entries() { "$bin/starpu_perfmodel_display" -s rrfp_F | grep -c "^[0-9a-f]\{8\}[[:space:]]" || true; }
+before=$(entries)
+STARPU_SCHED=dmda STARPU_CALIBRATE=1 "$rrfp" bench --hint zb-h1 --stages 2 --microbatches 8 --unit-ms 3 >/dev/null
+after=$(entries)
+[ "$after" -eq $((before + 2)) ] || { echo "FAIL: rrfp_F entries $before -> $after, want 2 more for --unit-ms 3"; exit 1; }
+echo "OK: a new workload got its own history entries ($before -> $after)"

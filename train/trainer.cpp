@@ -84,6 +84,12 @@ Trainer::Impl::Impl(Resolved r)
   ident = identity(o, P, b);
   if (o.eval_every > 0) ident["validation"] = "held-out";  // training leaves the last tenth out
   if (!data->data_fingerprint().empty()) ident["data"] = data->data_fingerprint();  // not another file's text
+  {  // StarPU's performance models keep one history per model shape and stage
+    nlohmann::json shape = ident;
+    for (const char* k : {"seed", "microbatches", "validation", "data"}) shape.erase(k);
+    shape["tensor_parallel"] = TP;
+    workload_key = workload_key_of("train|" + shape.dump());
+  }
   res.target.loss = o.target_loss;
   if (!o.async_mode.empty()) {
     async = std::make_unique<AsyncWindows>(o, model(), P, msg_shape);
@@ -187,6 +193,7 @@ ExecOptions Trainer::Impl::exec_options(int step) {
   std::int64_t elems = 1;
   for (auto x : msg_shape) elems *= x;
   eo.message_bytes = static_cast<std::size_t>(elems) * sizeof(float);
+  eo.workload_key = workload_key;
   if (!fault.task.empty() || o.task_hook)
     eo.task_hook = [this, step](int call) {
       fault.fail_if_hit(g, call % g.size(), step);

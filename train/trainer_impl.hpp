@@ -59,6 +59,7 @@ struct Trainer::Impl {
   std::vector<std::vector<AdamW>> opts;  // per member, per stage
   std::vector<size_t> stage_begin;       // first global param index of each stage
   nlohmann::json ident;
+  std::uint32_t workload_key = 0;  // ExecOptions::workload_key: the model's shape
   TrainResult res;
   int next = 1;                          // the step step() trains
   const Fault fault{o.fail_task, o.fail_step};
