@@ -74,6 +74,7 @@ BenchReport run_bench(const Hint& hint, const BenchConfig& cfg) {
     LowerBound lb = lower_bound(g, per_member);
     ExecOptions o = cfg.exec;
     if (o.workload_key == 0) o.workload_key = cost_workload_key(cfg.cost);
+    o.iteration = it;
     if (c.link_ms > 0) o.link_delay_s = [&d](int id, int k) { return d.edge(id, k); };
     // The message this task reads was written by its producer (F: the
     // previous stage's F; a backward: the next stage's backward).

@@ -117,6 +117,10 @@ struct ExecOptions {
   // footprint, so that two workloads with the same stage and message size
   // keep separate histories instead of flushing each other's.
   std::uint32_t workload_key = 0;  // workload_key_of(a description), 0: none
+  // The training step or bench iteration this graph is, >= 0: each pass is
+  // submitted inside starpu_iteration_push(iteration) and (microbatch), so
+  // FxT's tasks.rec names both ("Iteration: 3 5"). -1: not marked.
+  long iteration = -1;
   // Optional (AMDP across ranks, docs/async.md; DataPlanOptions): state
   // bytes of each stage's accumulators and version handles, and the device
   // whose accumulator a (stage, device)'s W/BW add into. On CPU or CUDA

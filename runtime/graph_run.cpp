@@ -338,7 +338,12 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   for (int node : submission_nodes(plan, std::move(submit_order))) {
     if (node < tasks) {
       const int id = node % n;
+      // FxT's tasks.rec then says "Iteration: STEP MICROBATCH" for each pass.
+      const bool tag = opt.iteration >= 0;
+      if (tag) starpu_iteration_push(static_cast<unsigned long>(opt.iteration));
+      if (tag) starpu_iteration_push(static_cast<unsigned long>(g.task(id).mb));
       submit(node, pass_codelet(g.task(id).kind), &sub->args[node], -hint.rank[id], static_cast<unsigned>(hint.rank[id] + 1));
+      if (tag) starpu_iteration_pop(), starpu_iteration_pop();
     } else if (is_link(node)) {
       submit(node, link_codelet(), &sub->link_args[node - tasks], 0, 0);
     } else if (plan.is_channel_node(node)) {

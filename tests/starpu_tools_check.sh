@@ -1,6 +1,7 @@
 #!/bin/sh
 # StarPU's own tools on our graphs: an FxT trace of `rrfp bench` converted
-# by starpu_fxt_tool into a Paje trace that names our codelets, and the
+# by starpu_fxt_tool into a Paje trace that names our codelets and a
+# tasks.rec that gives each pass its iteration and microbatch, and the
 # model-driven policies (dmda, dmdas, heteroprio) running bench and train to the
 # plain loop's losses. Usage: starpu_tools_check.sh RRFP STARPU_BIN_DIR
 set -eu
@@ -14,6 +15,8 @@ trace=$(ls "$dir"/prof_file_* | head -1)
 (cd "$dir" && "$bin/starpu_fxt_tool" -i "$trace" >fxt_tool.log 2>&1) || { cat "$dir/fxt_tool.log"; exit 1; }
 [ -s "$dir/paje.trace" ] || { echo "FAIL: starpu_fxt_tool wrote no paje.trace"; exit 1; }
 grep -q rrfp_F "$dir/paje.trace" || { echo "FAIL: paje.trace does not name rrfp_F"; exit 1; }
+# Each pass carries its iteration and microbatch (starpu_iteration_push).
+grep -q "^Iteration: 0 3$" "$dir/tasks.rec" || { echo "FAIL: tasks.rec has no 'Iteration: 0 3'"; exit 1; }
 echo "OK: FxT trace $(wc -c <"$trace") bytes -> paje.trace $(wc -c <"$dir/paje.trace") bytes"
 want=$("$rrfp" train --stages 2 --microbatches 4 --hint zb-h1 --steps 3 --deterministic --executor plain | tail -1 | sed 's/.*final loss //')
 for p in dmda dmdas heteroprio; do

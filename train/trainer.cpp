@@ -194,6 +194,7 @@ ExecOptions Trainer::Impl::exec_options(int step) {
   for (auto x : msg_shape) elems *= x;
   eo.message_bytes = static_cast<std::size_t>(elems) * sizeof(float);
   eo.workload_key = workload_key;
+  eo.iteration = step;
   if (!fault.task.empty() || o.task_hook)
     eo.task_hook = [this, step](int call) {
       fault.fail_if_hit(g, call % g.size(), step);
