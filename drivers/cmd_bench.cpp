@@ -108,9 +108,12 @@ void run(const BenchArgs& a) {
                r.tensor_parallel, r.collective_orders_identical, r.iterations);
   fmt::print("messages: {} checked byte for byte on {}, {} bytes each\n", r.messages_checked,
              mpi ? "rank 0" : "their consumers", r.message_bytes);
+  // Only the rrfp policies hold the cap; under another the peak is what that
+  // policy did, and the cap is what rrfp would have allowed.
+  const bool capped = r.policy == "rrfp" || r.policy == "rrfp-wait" || r.policy == "rrfp-fixed";
   for (int d = 0; d < r.devices; ++d)
-    fmt::print("  device {}: busy {:.4f} s  peak in-flight {} (cap {})\n", d, r.busy_s[d], r.peak_inflight[d],
-               r.inflight_cap[d]);
+    fmt::print("  device {}: busy {:.4f} s  peak in-flight {} ({}cap {}{})\n", d, r.busy_s[d], r.peak_inflight[d],
+               capped ? "" : "the rrfp policies' ", r.inflight_cap[d], capped ? "" : ", not held by " + r.policy);
   if (a.check_sim) {
     int agree = 0, pinned = 0, late = 0;
     for (const DecisionCheck& c : r.decision_checks) agree += c.agrees(), pinned += c.pinned, late += c.late_workers;
@@ -161,7 +164,9 @@ void add_bench_command(CLI::App& app) {
                 "replay each iteration in the simulator from what the policy saw and compare their decisions "
                 "(rrfp policies, one process; docs/simulator.md)");
   cmd->add_option("--json", a->json, "write the result as JSON");
-  cmd->add_option("--trace", a->trace, "write a Chrome/Perfetto trace from StarPU profiling info");
+  cmd->add_option("--trace", a->trace,
+                  "write a Chrome/Perfetto trace from StarPU profiling info (the last iteration; member 0 with "
+                  "--tensor-parallel)");
   cmd->callback([a] { run(*a); });
 }
 

@@ -24,7 +24,7 @@ RunPlan plan_run(const Hint& hint, const ExecOptions& opt, std::vector<unsigned 
   p.choice = resolve_policy(opt.policy);
   if (T > 1 && !p.choice.uses_arbiter() && p.choice.kind != PolicyChoice::Kind::StaticOrder)
     throw SpecError(fmt::format("--tensor-parallel {} needs a policy that keeps a tensor-parallel group's collectives "
-                                "in one order on every member: rrfp, rrfp-fixed or static-order (not '{}')",
+                                "in one order on every member: rrfp-wait, rrfp, rrfp-fixed or static-order (not '{}')",
                                 T, p.choice.name));
   if (opt.inflight_slack < 0) throw SpecError(fmt::format("in-flight slack must not be negative (got {})", opt.inflight_slack));
   p.slack = opt.inflight_slack;
