@@ -45,6 +45,16 @@ std::vector<double> losses(const TrainResult& r) {
   return l;
 }
 
+// Resuming with `x` is refused, with `what` in the message.
+void expect_refused(const TrainOptions& x, const std::string& what) {
+  try {
+    train(x);
+    ADD_FAILURE() << "accepted: " << what;
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
 fs::path fresh_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("rrfp_train_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
@@ -199,14 +209,6 @@ TEST(TrainLoop, MismatchedOrCorruptCheckpointIsRefused) {
   train(o);
   o.resume = true;
   o.steps = 3;
-  auto expect_refused = [&](TrainOptions x, const std::string& what) {
-    try {
-      train(x);
-      ADD_FAILURE() << "accepted: " << what;
-    } catch (const CheckpointError& e) {
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-  };
   TrainOptions wide = o;
   wide.gpt.d_model = 32;
   expect_refused(wide, "gpt");
@@ -253,14 +255,6 @@ TEST(TrainLoop, CheckpointIdentityIsComparedBothWays) {
   o.resume = true;
   o.steps = 2;
   train(o);  // the same run resumes
-  auto expect_refused = [&](TrainOptions x, const std::string& what) {
-    try {
-      train(x);
-      ADD_FAILURE() << "accepted: " << what;
-    } catch (const CheckpointError& e) {
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-  };
   o.steps = 3;
   TrainOptions all_text = o;  // would train on the held-out tenth
   all_text.eval_every = 0;
