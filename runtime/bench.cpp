@@ -29,10 +29,11 @@ void sleep_for_seconds(double seconds) {
 namespace {
 
 // The performance models' workload: what sets a synthetic pass's mean
-// duration (unit, base and per-stage costs, a replayed trace), not its
-// variability, whose factors have mean one.
+// duration (unit, base and per-stage costs, a replayed trace, a straggler),
+// not a lognormal or multimodal variability, whose factors have mean one.
 std::uint32_t cost_workload_key(const CostOptions& c) {
   std::string key = fmt::format("bench|{}|{},{},{},{}|", c.unit_ms, c.base.f, c.base.b, c.base.w, c.base.bw);
+  if (c.var.type == Variability::Type::Straggler) key += c.var.spec + "|";
   for (const BaseCost& s : c.stage_base) key += fmt::format("{},{},{},{};", s.f, s.b, s.w, s.bw);
   if (c.durations) key += c.durations->source;
   return workload_key_of(key);

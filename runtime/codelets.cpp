@@ -97,6 +97,23 @@ Codelets& codelets() {
 
 }  // namespace
 
+IterationMark::IterationMark(long iteration, int microbatch) : on_(iteration >= 0) {
+  if (!on_) return;
+  starpu_iteration_push(static_cast<unsigned long>(iteration));
+  starpu_iteration_push(static_cast<unsigned long>(microbatch));
+}
+
+IterationMark::~IterationMark() {
+  if (!on_) return;
+  starpu_iteration_pop();
+  starpu_iteration_pop();
+}
+
+void IterationMark::clear() {
+  starpu_iteration_push(static_cast<unsigned long>(-1));  // sets the first level to -1
+  starpu_iteration_pop();                                 // and clears the second
+}
+
 std::uint32_t workload_key_of(const std::string& description) {
   const std::uint64_t h = fnv1a64(description.data(), description.size());
   return static_cast<std::uint32_t>(h ^ (h >> 32));

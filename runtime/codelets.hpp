@@ -31,6 +31,22 @@ struct TaskArg : rrfp_graph_task {
   std::uint32_t workload_key = 0;  // ExecOptions::workload_key
 };
 
+// Marks the tasks submitted while it lives with (iteration, microbatch):
+// FxT's tasks.rec then says "Iteration: 3 5". Nothing when iteration < 0.
+// StarPU 1.4.10's starpu_iteration_pop leaves the first level set, so
+// tasks submitted between marks carry the iteration alone, until clear().
+class IterationMark {
+ public:
+  IterationMark(long iteration, int microbatch);
+  ~IterationMark();
+  IterationMark(const IterationMark&) = delete;
+  IterationMark& operator=(const IterationMark&) = delete;
+  static void clear();  // no mark on what is submitted next
+
+ private:
+  bool on_;
+};
+
 // The codelets' functions (runtime/task_bodies.cpp):
 // the same function serves CPU and CUDA workers (on a CUDA worker the body
 // gets device pointers and the worker's stream, runtime/executor.hpp).

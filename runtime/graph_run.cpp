@@ -338,12 +338,8 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   for (int node : submission_nodes(plan, std::move(submit_order))) {
     if (node < tasks) {
       const int id = node % n;
-      // FxT's tasks.rec then says "Iteration: STEP MICROBATCH" for each pass.
-      const bool tag = opt.iteration >= 0;
-      if (tag) starpu_iteration_push(static_cast<unsigned long>(opt.iteration));
-      if (tag) starpu_iteration_push(static_cast<unsigned long>(g.task(id).mb));
+      const IterationMark mark(opt.iteration, g.task(id).mb);
       submit(node, pass_codelet(g.task(id).kind), &sub->args[node], -hint.rank[id], static_cast<unsigned>(hint.rank[id] + 1));
-      if (tag) starpu_iteration_pop(), starpu_iteration_pop();
     } else if (is_link(node)) {
       submit(node, link_codelet(), &sub->link_args[node - tasks], 0, 0);
     } else if (plan.is_channel_node(node)) {
@@ -360,6 +356,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     }
   }
   for (int i = 0; i < not_submitted; ++i) run.finished_one();
+  IterationMark::clear();
   const int expected_msgs = expected_remote + (sub->decisions ? sub->decisions->expected() : 0);
   auto arrived = [&] { return run.arrived.load() + (sub->decisions ? sub->decisions->received() : 0); };
 

@@ -91,7 +91,11 @@ void lock_relaxed(State& s) {
 // An asynchronous stage's update (rrfp_sched_config::update_codelet), an
 // install of its weights elsewhere (install_codelet), or any task at
 // STARPU_MAX_PRIO (a channel's send or receive between ranks: a message
-// must not wait for its device to run out of passes).
+// must not wait for its device to run out of passes). The rrfp policies
+// leave the context's priority range at StarPU's default, [0, 0], so
+// STARPU_MAX_PRIO is 0 and every foreign task submitted at priority 0 (an
+// emulated link, a stage's synchronous update) is urgent too: the
+// behaviour every measurement in perf/RESULTS.md ran with.
 bool urgent(const State& s, const starpu_task* task) {
   return task->priority == STARPU_MAX_PRIO ||
          (s.update_group > 0 && (task->cl == s.update_codelet || (s.install_codelet && task->cl == s.install_codelet)));

@@ -130,15 +130,15 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   p.csv = bidirectional_placement(p.placement) ? j.value("hint_csv", "") : need<std::string>(j, "hint_csv", source);
   constexpr double kHuge = 1e18;  // bytes, seconds, ms: far beyond any real plan
   p.predicted_step_s = number_in(j, "predicted_step_s", 0.0, 0, kHuge, source);
-  p.seeds = static_cast<int>(number_in(j, "predicted_seeds", 5, 1, 1000, source));
+  p.seeds = static_cast<int>(number_in(j, "predicted_seeds", 5, 1, kMaxPlanSeeds, source));
   if (j.contains("predicted_seeds")) (void)int_of(j["predicted_seeds"], "predicted_seeds", source);
   p.memory_limit_bytes = number_in(j, "memory_limit_bytes", 0.0, 0, kHuge, source);
   p.memory_bytes = j.value("memory_bytes", std::vector<double>{});
   p.tried = j.value("tried", nlohmann::json::array());
   if (p.devices < 1 || p.microbatches < 1 || p.micro_batch_size < 1)
     throw SpecError(fmt::format("{}: devices, microbatches and micro_batch_size must be at least 1", source));
-  if (p.inflight_slack < 0 || p.inflight_slack > 100000)
-    throw SpecError(fmt::format("{}: inflight_slack must be from 0 to 100000", source));
+  if (p.inflight_slack < 0 || p.inflight_slack > kMaxPlanSlack)
+    throw SpecError(fmt::format("{}: inflight_slack must be from 0 to {}", source, kMaxPlanSlack));
   if (!(p.memory_limit_bytes >= 0)) throw SpecError(fmt::format("{}: memory_limit_bytes must not be negative", source));
   // The partition covers the model's blocks, each once (what `rrfp train
   // --plan` checks against the model it builds).

@@ -15,6 +15,11 @@
 
 namespace rrfp {
 
+// What `rrfp tune` accepts and a plan file is read back with: seeds of the
+// prediction, and in-flight slack.
+inline constexpr int kMaxPlanSeeds = 1000;
+inline constexpr int kMaxPlanSlack = 100000;
+
 struct Plan {
   std::string source;           // the file, for messages
   std::string model;            // the profile's model and config

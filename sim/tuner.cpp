@@ -277,7 +277,11 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   if (o.devices < 1) throw SpecError("--devices must be at least 1");
   if (o.microbatches < 1) throw SpecError("--microbatches must be at least 1");
   if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");
-  if (o.objective.seeds < 1) throw SpecError("--seeds must be at least 1");
+  // The bounds a plan file is read back with (sim/plan.cpp).
+  if (o.objective.seeds < 1 || o.objective.seeds > kMaxPlanSeeds)
+    throw SpecError(fmt::format("--seeds must be from 1 to {}", kMaxPlanSeeds));
+  if (o.objective.inflight_slack < 0 || o.objective.inflight_slack > kMaxPlanSlack)
+    throw SpecError(fmt::format("--inflight-slack must be from 0 to {}", kMaxPlanSlack));
   if (o.max_moves < 0) throw SpecError("--max-moves must not be negative");
   // Every schedule some placement offers (layout_schedules), so a typo is
   // named instead of silently searching nothing.

@@ -264,7 +264,7 @@ TEST(TrainLoop, CheckpointIdentityIsComparedBothWays) {
   expect_refused(other, "data = ");
   TrainOptions generated = o;
   generated.data_path.clear();
-  expect_refused(generated, "this run has data = nothing");
+  expect_refused(generated, "this run has data = \"generated\"");
   fs::remove_all(dir);
 }
 
@@ -305,6 +305,9 @@ TEST(TrainLoop, SigkillDuringWriteLeavesALoadableCheckpoint) {
   const std::vector<std::vector<char>> payloads = {make(1), make(2), make(3)};
   write_file_atomic(checkpoint_path(dir.string()), payloads[0]);
   int torn_temp_seen = 0;
+  char host_buf[256] = {};
+  ::gethostname(host_buf, sizeof host_buf - 1);
+  const std::string host = host_buf[0] ? host_buf : "host";
   for (int round = 0; round < 8; ++round) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
@@ -317,7 +320,7 @@ TEST(TrainLoop, SigkillDuringWriteLeavesALoadableCheckpoint) {
     ::waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status));
     for (const auto& e : fs::directory_iterator(dir))
-      torn_temp_seen += e.path().filename().string() == "checkpoint.rrfp.tmp." + std::to_string(pid);
+      torn_temp_seen += e.path().filename().string() == "checkpoint.rrfp.tmp." + host + "." + std::to_string(pid);
     const Checkpoint c = load_checkpoint(dir.string());
     const int step = c.meta.at("step").get<int>();
     EXPECT_TRUE(step >= 1 && step <= 3);
@@ -326,14 +329,19 @@ TEST(TrainLoop, SigkillDuringWriteLeavesALoadableCheckpoint) {
   }
   // Not asserted (timing), but shows the kill did land mid-write.
   std::printf("killed mid-write (temporary file left) in %d of 8 rounds\n", torn_temp_seen);
-  // The next write removes the dead writers' temporaries, not a live one's.
-  const fs::path live = dir / ("checkpoint.rrfp.tmp." + std::to_string(::getppid()));
+  // The next write removes the dead writers' temporaries, not a live one's
+  // nor another host's.
+  const fs::path live = dir / ("checkpoint.rrfp.tmp." + host + "." + std::to_string(::getppid()));
+  const fs::path elsewhere = dir / "checkpoint.rrfp.tmp.another-host.1234567";
   { std::ofstream(live.string()) << "x"; }
+  { std::ofstream(elsewhere.string()) << "x"; }
   write_file_atomic(checkpoint_path(dir.string()), payloads[0]);
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{"checkpoint.rrfp", live.filename().string()}));
+  std::vector<std::string> want = {"checkpoint.rrfp", live.filename().string(), elsewhere.filename().string()};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(left, want);
   fs::remove_all(dir);
 }
 

@@ -72,12 +72,21 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
 }
 
-// Temporaries `<path>.tmp.<pid>` of writers that died before their rename
-// (a checkpoint can be gigabytes): removed once a write has succeeded. A
-// live process's temporary (another pid still running here) is left alone.
+// This host's name: a process id means something only on its own host (a
+// checkpoint directory may be shared over NFS).
+std::string host_name() {
+  char h[256] = {};
+  if (::gethostname(h, sizeof h - 1) != 0 || !h[0]) return "host";
+  return h;
+}
+
+// Temporaries `<path>.tmp.<host>.<pid>` that writers on this host left
+// when they died before their rename (a checkpoint can be gigabytes):
+// removed once a write has succeeded. A live process's temporary, and any
+// other host's, is left alone.
 void remove_stale_temporaries(const std::string& path) {
   const std::filesystem::path p(path);
-  const std::string prefix = p.filename().string() + ".tmp.";
+  const std::string prefix = p.filename().string() + ".tmp." + host_name() + ".";
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir_of(path), ec)) {
     const std::string name = e.path().filename().string();
@@ -163,7 +172,7 @@ Checkpoint decode_checkpoint(const std::vector<char>& b, const std::string& wher
 }
 
 void write_file_atomic(const std::string& path, const std::vector<char>& bytes) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, host_name(), ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw SpecError(fmt::format("cannot create '{}': {}", tmp, errno_text()));
   size_t done = 0;

@@ -26,7 +26,12 @@ void Trainer::Impl::scatter(const Checkpoint& c, const std::string& key, const s
 void Trainer::Impl::resume() {
   const Checkpoint c = load_checkpoint(o.checkpoint_dir);
   const std::string where = checkpoint_path(o.checkpoint_dir);
-  check_identity(ident, c.meta, where);
+  nlohmann::json meta = c.meta;
+  // Written before these keys existed (2026-12-05): what they guard
+  // cannot be told from such a file, so it is taken as this run's.
+  if (!meta.contains("data") && ident.contains("data")) meta["data"] = ident["data"];
+  if (o.model == "mm-tiny") meta.erase("validation");  // older mm-tiny files had it; it changes no mm-tiny data
+  check_identity(ident, meta, where);
   try {
     const auto& full = model().all_params();
     for (size_t i = 0; i < full.size(); ++i)
