@@ -13,6 +13,7 @@
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
 #include "runtime/session.hpp"
+#include "sched/policy_registry.hpp"
 #include "sim/json_file.hpp"
 #ifdef RRFP_HAVE_CUDA
 #include "gpu/synthetic_pass.hpp"
@@ -110,7 +111,7 @@ void run(const BenchArgs& a) {
              mpi ? "rank 0" : "their consumers", r.message_bytes);
   // Only the rrfp policies hold the cap; under another the peak is what that
   // policy did, and the cap is what rrfp would have allowed.
-  const bool capped = r.policy == "rrfp" || r.policy == "rrfp-wait" || r.policy == "rrfp-fixed";
+  const bool capped = resolve_policy(r.policy).uses_arbiter();
   for (int d = 0; d < r.devices; ++d)
     fmt::print("  device {}: busy {:.4f} s  peak in-flight {} ({}cap {}{})\n", d, r.busy_s[d], r.peak_inflight[d],
                capped ? "" : "the rrfp policies' ", r.inflight_cap[d], capped ? "" : ", not held by " + r.policy);

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <cmath>
 #include <set>
 #include <string>
 
@@ -211,17 +210,7 @@ void add_sweep(CLI::App* sim) {
   c->add_option("--png,--svg", f->picture, "plot the ratio (.png or .svg)");
   c->callback([f, param, values, seeds] {
     std::vector<double> vs;
-    for (const std::string& v : split_list(*values)) {
-      std::size_t used = 0;
-      double x = 0;
-      try {
-        x = std::stod(v, &used);
-      } catch (const std::exception&) {
-      }
-      if (used == 0 || used != v.size() || !std::isfinite(x))  // "6abc" is not 6
-        throw SpecError(fmt::format("--values: '{}' is not a number", v));
-      vs.push_back(x);
-    }
+    for (const std::string& v : split_list(*values)) vs.push_back(parse_number(v, "--values"));  // "6abc" is not 6
     if (f->policy != "rrfp" && f->policy != "rrfp-wait")
       throw SpecError(fmt::format("sim sweep compares a policy with rrfp-fixed: --policy rrfp or rrfp-wait, not '{}'",
                                   f->policy));

@@ -150,17 +150,19 @@ void add_train_command(CLI::App& app) {
     const bool writer = !o->multi_rank || mpi_world().rank == 0;  // rank 0 writes the outputs and checkpoints
     if (writer) require_output_dir(o->json_path, "--json");
     if (writer) require_output_dir(o->trace_path, "--trace");
-    if (writer && !o->checkpoint_dir.empty() && !o->resume) {  // made now, not by the first checkpoint after hours
-      std::error_code ec;
-      std::filesystem::create_directories(o->checkpoint_dir, ec);
-      if (!std::filesystem::is_directory(o->checkpoint_dir))
-        throw SpecError(fmt::format("--checkpoint {}: cannot make this directory{}", o->checkpoint_dir,
-                                    ec ? ": " + ec.message() : ""));
-      require_output_dir((std::filesystem::path(o->checkpoint_dir) / "checkpoint.rrfp").string(), "--checkpoint");
+    // Made and checked writable now, not by the first checkpoint after hours
+    // (a resumed run writes there too; a missing one is the resume's error).
+    if (writer && !o->checkpoint_dir.empty()) {
+      if (!o->resume) {
+        std::error_code ec;
+        std::filesystem::create_directories(o->checkpoint_dir, ec);
+        if (!std::filesystem::is_directory(o->checkpoint_dir))
+          throw SpecError(fmt::format("--checkpoint {}: cannot make this directory{}", o->checkpoint_dir,
+                                      ec ? ": " + ec.message() : ""));
+      }
+      if (std::filesystem::is_directory(o->checkpoint_dir))
+        require_output_dir((std::filesystem::path(o->checkpoint_dir) / "checkpoint.rrfp").string(), "--checkpoint");
     }
-    // A resumed run writes there too (its last step at least): not after hours.
-    if (writer && o->resume && std::filesystem::is_directory(o->checkpoint_dir))
-      require_output_dir((std::filesystem::path(o->checkpoint_dir) / "checkpoint.rrfp").string(), "--checkpoint");
     // The BLAS decides the speed of every pass (docs/training.md): say which one runs.
     if (!*quiet) {
       const train::BlasInfo blas = train::blas_in_use();

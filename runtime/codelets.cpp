@@ -2,6 +2,7 @@
 
 #include "codelets/splitmix.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/run_state.hpp"
 #include "runtime/task_bodies.hpp"
 
 namespace rrfp {
@@ -13,15 +14,16 @@ namespace {
 // footprint hashes the three, size_base is the size.
 uint32_t pass_footprint(starpu_task* task) {
   const auto* a = static_cast<const TaskArg*>(task->cl_arg);
+  const std::uint32_t workload = static_cast<const RunState*>(a->owner)->workload_key;
   return starpu_hash_crc32c_be(static_cast<uint32_t>(a->stage),
-                               starpu_hash_crc32c_be_n(&a->message_bytes, sizeof a->message_bytes, a->workload_key));
+                               starpu_hash_crc32c_be_n(&a->message_bytes, sizeof a->message_bytes, workload));
 }
 size_t pass_size(starpu_task* task, unsigned) { return static_cast<const TaskArg*>(task->cl_arg)->message_bytes; }
 
 // An epilogue's (or an install's) cl_arg is an EpilogueArg.
 uint32_t epilogue_footprint(starpu_task* task) {
   const auto* a = static_cast<const EpilogueArg*>(task->cl_arg);
-  return starpu_hash_crc32c_be(static_cast<uint32_t>(a->index), a->workload_key);
+  return starpu_hash_crc32c_be(static_cast<uint32_t>(a->index), a->run->workload_key);
 }
 
 starpu_perfmodel make_model(const char* symbol, uint32_t (*fp)(starpu_task*)) {

@@ -28,7 +28,6 @@ struct TaskArg : rrfp_graph_task {
   int in_buf = -1, out_buf = -1;  // buffer index of the message read / written
   int acc_buf = -1, version_buf = -1;  // buffer index of the state bytes (ExecOptions::state_bytes)
   std::size_t message_bytes = 0;
-  std::uint32_t workload_key = 0;  // ExecOptions::workload_key
 };
 
 // Marks the tasks submitted while it lives with (iteration, microbatch):

@@ -11,6 +11,7 @@
 #include "runtime/data_plan.hpp"
 #include "runtime/link_thread.hpp"
 #include "runtime/starpu_tasks.hpp"
+#include "runtime/submission.hpp"
 #include "runtime/task_bodies.hpp"
 #include "sched/rrfp_sched.h"
 
@@ -26,68 +27,6 @@ starpu_data_access_mode mode_of(Access a) {
     case Access::RWCommute: return static_cast<starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE);
   }
   return STARPU_RW;
-}
-
-// A task that reads a message from another rank: its prologue (all of its
-// inputs are here) counts the arrival for the watchdog, and says which one
-// when a message never comes.
-struct ArrivalArg {
-  RunState* run = nullptr;
-  int handle = -1;  // the message it receives from another rank; -1: none
-  std::atomic<bool> fired{false};
-};
-
-void input_arrived(void* arg) {
-  auto* a = static_cast<ArrivalArg*>(arg);
-  a->fired.store(true);
-  a->run->arrived.fetch_add(1);
-}
-
-// Everything StarPU's tasks point to, on the heap: when a run cannot be
-// drained it is left to StarPU (never freed) instead of dangling.
-struct Submission {
-  DataPlan plan;
-  std::unique_ptr<RunState> run = std::make_unique<RunState>();
-  LinkThread link{[](starpu_task* t) { end_on_a_worker(t); }};
-  std::unique_ptr<DecisionChannel> decisions;
-  std::vector<std::vector<unsigned char>> bytes;  // per handle owned here
-  std::vector<std::uint64_t> words;               // per ordering handle owned here
-  std::vector<starpu_data_handle_t> handle;       // per handle; null where not registered
-  std::vector<TaskArg> args;                      // per member task
-  std::vector<LinkArg> link_args;
-  std::vector<ChannelArg> channel_args;  // per channel node (send, receive)
-  std::vector<std::uint32_t> channel_mask;  // their workers (GraphRunSpec::channel_workers), a bit each
-  std::vector<EpilogueArg> epi_args;
-  std::unique_ptr<ArrivalArg[]> arrival_args;  // per node
-  std::vector<starpu_task*> tasks;  // member tasks, then links, then epilogues; null: not run here
-  std::vector<WorkerPlacement> place;  // per slot (entries of other ranks unused)
-};
-
-// Registers the handles this rank touches: owned ones on its memory,
-// others (StarPU-MPI) with no home, filled by a receive.
-void register_handles(Submission& sub, const RankLayout& L, const std::vector<unsigned char>& touched) {
-  const auto& hs = sub.plan.handles;
-  sub.handle.assign(hs.size(), nullptr);
-  sub.bytes.resize(hs.size());
-  sub.words.assign(hs.size(), 0);
-  for (size_t i = 0; i < hs.size(); ++i) {
-    if (!touched[i]) continue;
-    const bool mine = L.rank_of_slot(hs[i].slot) == L.rank;
-    const bool message = hs[i].vector;  // a message, or state bytes (DataPlanOptions::state_bytes)
-    uintptr_t ptr = 0;
-    if (mine && message) {
-      sub.bytes[i].assign(hs[i].bytes, 0);
-      ptr = reinterpret_cast<uintptr_t>(sub.bytes[i].data());
-    } else if (mine) {
-      ptr = reinterpret_cast<uintptr_t>(&sub.words[i]);
-    }
-    const int home = mine ? STARPU_MAIN_RAM : -1;
-    if (message)
-      starpu_vector_data_register(&sub.handle[i], home, ptr, static_cast<uint32_t>(hs[i].bytes), 1);
-    else
-      starpu_variable_data_register(&sub.handle[i], home, ptr, sizeof(std::uint64_t));
-    if (L.transport) L.transport->register_handle(sub.handle[i], static_cast<std::int64_t>(i) + 1, L.rank_of_slot(hs[i].slot));
-  }
 }
 
 }  // namespace
@@ -109,6 +48,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   run.g = &g;
   run.n = n;
   run.tp = T;
+  run.workload_key = opt.workload_key;
   run.body = spec.body;
   run.epilogue = opt.stage_epilogue ? &opt.stage_epilogue : nullptr;
   run.install = opt.stage_install ? &opt.stage_install : nullptr;
@@ -286,7 +226,6 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
     a.member = mt / n;
     a.stage = t.stage;
     a.message_bytes = opt.message_bytes;
-    a.workload_key = opt.workload_key;
     for (size_t i = 0; i < plan.access[mt].size(); ++i) {
       if (plan.access[mt][i].handle == plan.msg_in[mt]) a.in_buf = static_cast<int>(i);
       if (plan.access[mt][i].handle == plan.msg_out[mt]) a.out_buf = static_cast<int>(i);
@@ -324,7 +263,6 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   for (int i = 0; i < plan.installs(); ++i)
     sub->epi_args[epis + i] = {epis + i, &run, &sub->plan, plan.install_node(i), plan.install_epilogue[i],
                                plan.install_device[i]};
-  for (EpilogueArg& e : sub->epi_args) e.workload_key = opt.workload_key;
 
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
   if (submit_order.empty()) submit_order = g.topological_order();

@@ -25,6 +25,7 @@ struct RunState {
   using Clock = std::chrono::steady_clock;
   const TaskGraph* g = nullptr;
   int n = 0, tp = 1;                                   // graph tasks, tensor-parallel members
+  std::uint32_t workload_key = 0;                      // ExecOptions::workload_key, for the footprints
   const TaskBody* body = nullptr;                      // called with member * n + task id
   const std::function<void(int)>* epilogue = nullptr;  // member * stages + stage; may be null
   const std::function<void(int, int)>* install = nullptr;  // ExecOptions::stage_install; may be null

@@ -43,7 +43,6 @@ struct EpilogueArg {
   const DataPlan* plan = nullptr;
   int node = -1;
   int install_of = -1, device = -1;  // an install: its epilogue and device
-  std::uint32_t workload_key = 0;    // ExecOptions::workload_key, for the footprint
 };
 
 }  // namespace rrfp

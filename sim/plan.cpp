@@ -130,8 +130,10 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   p.csv = bidirectional_placement(p.placement) ? j.value("hint_csv", "") : need<std::string>(j, "hint_csv", source);
   constexpr double kHuge = 1e18;  // bytes, seconds, ms: far beyond any real plan
   p.predicted_step_s = number_in(j, "predicted_step_s", 0.0, 0, kHuge, source);
-  p.seeds = static_cast<int>(number_in(j, "predicted_seeds", 5, 1, kMaxPlanSeeds, source));
-  if (j.contains("predicted_seeds")) (void)int_of(j["predicted_seeds"], "predicted_seeds", source);
+  p.seeds = j.contains("predicted_seeds") ? int_of(j["predicted_seeds"], "predicted_seeds", source) : 5;
+  if (p.seeds < 1 || p.seeds > kMaxPlanSeeds)
+    throw SpecError(fmt::format("{}: 'predicted_seeds' = {} must be a number from 1 to {}", source, p.seeds,
+                                kMaxPlanSeeds));
   p.memory_limit_bytes = number_in(j, "memory_limit_bytes", 0.0, 0, kHuge, source);
   p.memory_bytes = j.value("memory_bytes", std::vector<double>{});
   p.tried = j.value("tried", nlohmann::json::array());

@@ -17,7 +17,7 @@ BatchSource::BatchSource(const TrainOptions& o, int M, int b) : o_(o), M_(M), b_
   }
   auto text = std::make_shared<const std::string>(o.data_path.empty() ? generate_corpus(o.seed, 1 << 19)
                                                                        : load_text(o.data_path));
-  if (!o.data_path.empty()) fingerprint_ = text_fingerprint(*text);
+  fingerprint_ = o.data_path.empty() ? "generated" : text_fingerprint(*text);
   if (o.eval_every > 0) {  // the last tenth is held out for validation
     const size_t cut = text->size() * 9 / 10;
     auto held = std::make_shared<const std::string>(text->substr(cut));

@@ -28,7 +28,8 @@ class BatchSource {
   // --eval-every: gpt-tiny's last tenth of the corpus (which training then
   // leaves out), mm-tiny's images of a seed of their own. Empty otherwise.
   const std::vector<Microbatch>& validation() const { return val_; }
-  // --data: the file's size and hash (text_fingerprint); "" otherwise.
+  // gpt-tiny's text: the --data file's size and hash (text_fingerprint),
+  // or "generated"; "" for mm-tiny.
   const std::string& data_fingerprint() const { return fingerprint_; }
 
  private:

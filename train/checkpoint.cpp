@@ -27,7 +27,6 @@ constexpr std::uint32_t kVersion = 1;
 // own, kept so that existing checkpoints still load.
 constexpr std::uint64_t kChecksumBasis = 1469598103934665603ULL;
 
-
 template <class T>
 void put(std::vector<char>& out, const T& v) {
   const char* p = reinterpret_cast<const char*>(&v);

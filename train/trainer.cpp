@@ -84,8 +84,7 @@ Trainer::Impl::Impl(Resolved r)
   ident = identity(o, P, b);
   if (o.model != "mm-tiny") {  // mm-tiny draws its images; its validation set has a seed of its own
     if (o.eval_every > 0) ident["validation"] = "held-out";  // training leaves the corpus' last tenth out
-    // Not another file's text, nor the generated corpus instead of a file.
-    ident["data"] = o.data_path.empty() ? "generated" : data->data_fingerprint();
+    ident["data"] = data->data_fingerprint();  // not another file's text, nor the generated corpus instead
   }
   {  // StarPU's performance models keep one history per model shape and stage
     nlohmann::json shape = ident;

@@ -112,7 +112,6 @@ void Trainer::Impl::save(int step) {
   c.meta = ident;
   c.meta["format"] = "rrfp-train";
   c.meta["step"] = step;
-  c.meta["seed"] = o.seed;
   c.meta["adam_steps"] = opts[0][0].steps();
   const SamplerState st = data->state();
   c.meta["sampler"] = {{"rng", {st.rng[0], st.rng[1], st.rng[2], st.rng[3]}}, {"sequences_drawn", st.sequences_drawn}};
