@@ -46,6 +46,7 @@ nlohmann::ordered_json to_json(const Hint& h, const ReplayResult& r) {
   j["makespan"] = r.makespan;
   j["bubble_ratio"] = r.bubble_ratio;
   j["peak_inflight"] = r.peak_inflight;
+  j["peak_held"] = r.peak_held;
   return j;
 }
 
@@ -59,6 +60,12 @@ void print_table(const Hint& h, const ReplayResult& r) {
   fmt::print("peak in-flight per device:");
   for (size_t d = 0; d < r.peak_inflight.size(); ++d) fmt::print(" dev{}={}", d, r.peak_inflight[d]);
   fmt::print("\n");
+  // Split backward: W still reads what F saved, so memory lasts until W.
+  if (sp.split_backward) {
+    fmt::print("peak held until W per device:");
+    for (size_t d = 0; d < r.peak_held.size(); ++d) fmt::print(" dev{}={}", d, r.peak_held[d]);
+    fmt::print("\n");
+  }
 }
 
 // The window's order run strictly in unit time with the method's update
@@ -132,6 +139,7 @@ void validate_file(const std::string& path) {
   fmt::print("makespan: {} (unit costs, strict order), bubble ratio {:.4f}\n", v.replay.makespan,
              v.replay.bubble_ratio);
   fmt::print("peak in-flight per rank: {}\n", fmt::join(v.replay.peak_inflight, " "));
+  if (h.spec().split_backward) fmt::print("peak held until W per rank: {}\n", fmt::join(v.replay.peak_held, " "));
   fmt::print("valid\n");
 }
 

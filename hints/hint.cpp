@@ -47,4 +47,17 @@ std::vector<int> Hint::peak_inflight() const {
   return peak;
 }
 
+std::vector<int> Hint::peak_held() const {
+  std::vector<int> peak(order.size(), 0);
+  for (size_t d = 0; d < order.size(); ++d) {
+    int cur = 0;
+    for (int id : order[d]) {
+      Kind k = graph->task(id).kind;
+      if (k == Kind::F) peak[d] = std::max(peak[d], ++cur);
+      else if (k == Kind::W || k == Kind::BW) cur = std::max(0, cur - 1);
+    }
+  }
+  return peak;
+}
+
 }  // namespace rrfp

@@ -28,6 +28,11 @@ struct Hint {
   // Peak number of microbatch-stages in flight (forward started, backward
   // not done) on each device when the order runs as written.
   std::vector<int> peak_inflight() const;
+  // Peak number of microbatch-stages whose activations are held (forward
+  // started, W not done; the fused BW frees them) on each device: what the
+  // activation memory of a split-backward order is, since W still reads
+  // most of what F saved. Equals peak_inflight() for fused orders.
+  std::vector<int> peak_held() const;
 };
 
 }  // namespace rrfp

@@ -1,7 +1,8 @@
 // Greedy unit-time list scheduler: builds hint orders by simulating the
 // pipeline step by step (every task costs one step) and letting each free
 // device pick among its ready tasks by kind priority B > F > W, forwards
-// limited by an in-flight cap. Deferring W to steps where nothing else is
+// limited by an in-flight cap (forward to backward) and a held cap (forward
+// to W). Deferring W to steps where nothing else is
 // ready is exactly how the zero-bubble schedules fill bubbles.
 #pragma once
 
@@ -16,6 +17,12 @@ struct ListSchedOptions {
   // Per device: forwards started whose backward is not done may not exceed
   // this (the activation-memory budget, in microbatch-stages).
   std::vector<int> cap;
+  // Per device, split backward: forwards started whose W is not done may
+  // not exceed this either, so W is deferred into bubbles but not to the
+  // end of the step (W still reads what F saved). Empty: the largest of
+  // `cap` on every device, ZB-H1's rule (no device holds more than the
+  // peak device of the F-to-B budget).
+  std::vector<int> held_cap;
   // Tie-break among ready tasks of one kind class; smaller goes first.
   // Default: smaller microbatch, then larger stage (push work downstream).
   std::function<long long(const Task&)> key;

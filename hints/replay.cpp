@@ -17,6 +17,7 @@ ReplayResult replay_strict(const Hint& hint, const std::function<double(int)>& d
   r.end.assign(g.size(), -1);
   r.busy.assign(D, 0);
   r.peak_inflight = hint.peak_inflight();
+  r.peak_held = hint.peak_held();
   std::vector<size_t> ptr(D, 0);
   std::vector<double> free_at(D, 0);
   // Worklist of devices whose next task may have become runnable.

@@ -21,6 +21,7 @@ struct ReplayResult {
   std::vector<double> start, end;  // per task (-1 when never run)
   std::vector<double> busy;        // per device
   std::vector<int> peak_inflight;  // per device
+  std::vector<int> peak_held;      // per device, until W (Hint::peak_held)
   std::string stuck;               // when !complete: who waits for what
 };
 

@@ -7,6 +7,7 @@
 #include "codelets/cost_model.hpp"
 #include "hints/csv.hpp"
 #include "hints/generators.hpp"
+#include "hints/list_sched.hpp"
 #include "sched/arbiter.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulator.hpp"
@@ -163,8 +164,16 @@ TEST(BoundedWait, WaitsOnlyForATaskPredictedWithinTheHorizon) {
 // 0.05 (a tie lost by microseconds on StarPU) the device waits and keeps the
 // hint's order; late by 0.15 (beyond a tenth of the W) it runs W(1,1)
 // first, as rrfp does.
+// The order is the greedy zero-bubble one that defers W into every gap (the
+// zoo's zb-h1 before 2026-12-05): ListSchedOptions with no held cap.
 TEST(BoundedWait, WaitsInsteadOfAWOnlyForATaskAllButThere) {
-  Hint h = make_hint("zb-h1", {3, 4, 0, -1, 0});
+  Hint h;
+  h.name = "greedy-zb";
+  h.graph = std::make_shared<TaskGraph>(PipelineSpec::linear(3, 4, true));
+  ListSchedOptions lso;
+  lso.cap = {3, 2, 1};
+  lso.held_cap = {4, 4, 4};
+  list_schedule(h, lso);
   const TaskGraph& g = *h.graph;
   const int b13 = g.find(Kind::B, 1, 3), w11 = g.find(Kind::W, 1, 1), f23 = g.find(Kind::F, 2, 3);
   for (double late : {0.05, 0.15}) {

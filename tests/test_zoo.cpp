@@ -126,7 +126,7 @@ TEST(Zoo, ZeroBubbleSchedulesHaveNoInteriorBubble) {
 TEST(Zoo, CommunicationChangesTheRanking) {
   Scenario sc;
   sc.cost.unit_ms = 1;
-  sc.comm.latency_s = 0.5e-3;
+  sc.comm.latency_s = 1e-3;
   auto rows = compare_hints({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zbv"}, {4, 8, 0, -1, 0}, sc, 1e6, 1e6);
   bool differs = false;
   for (const CompareRow& r : rows) differs = differs || r.rank_formula != r.rank_sim;
