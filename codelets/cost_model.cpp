@@ -195,6 +195,20 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
       ++k;
     }
   }
+  // A bench task sleeps its duration and a simulated makespan sums them:
+  // an hour per task is far beyond any pass or transfer, and stops an
+  // overflow (1e308 ms) from turning into inf or a zero-length sleep.
+  constexpr double kMaxTaskSeconds = 3600;
+  for (int id = 0; id < n; ++id) {
+    if (!(d.task_s[id] <= kMaxTaskSeconds))
+      throw SpecError(fmt::format("task {} would take {:g} s, over an hour: the costs (--unit-ms, --cost, "
+                                  "--variability, --durations) are too large",
+                                  g.label(id), d.task_s[id]));
+    for (int k = d.edge_off[id]; k < d.edge_off[id + 1]; ++k)
+      if (!(d.edge_s[k] <= kMaxTaskSeconds))
+        throw SpecError(fmt::format("a transfer into task {} would take {:g} s, over an hour: --link-ms is too large",
+                                    g.label(id), d.edge_s[k]));
+  }
   return d;
 }
 

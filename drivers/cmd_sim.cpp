@@ -129,7 +129,7 @@ void run(SimFlags f) {
   if (!r.sim.complete) throw SpecError(fmt::format("hint '{}' under {}: {}", h.name, f.policy, r.sim.stuck));
   nlohmann::json j = scenario_json(h, sc, r);
   fmt::print("sim {} policy={} stages={} devices={} microbatches={} variability={} seed={}\n", h.name, f.policy,
-             h.spec().stages, h.spec().devices, h.spec().microbatches, sc.cost.var.spec, sc.cost.seed);
+             h.spec().stages, h.spec().devices, h.spec().microbatches, variability_label(sc.cost), sc.cost.seed);
   fmt::print("makespan {:.6f} s  lower bound {:.6f} s  ratio {:.3f}  bubble {:.4f}\n", r.sim.makespan, r.lb.bound,
              j["makespan_over_lb"].get<double>(), r.sim.bubble_ratio);
   for (int d = 0; d < h.devices(); ++d)

@@ -54,12 +54,28 @@ int inflight_slack_from_env() {
   return static_cast<int>(v);
 }
 
+void check_starpu_worker_counts() {
+  // StarPU asserts (aborts with a core dump) on a worker count that is not
+  // a non-negative integer.
+  for (const char* var : {"STARPU_NCPU", "STARPU_NCPUS", "STARPU_NCUDA", "STARPU_NOPENCL"}) {
+    const std::string s = env(var);
+    if (s.empty()) continue;
+    char* end = nullptr;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    if (*end || v < 0 || v > 1000000)
+      throw SpecError(fmt::format("{}='{}' is not a worker count (a non-negative integer)", var, s));
+  }
+}
+
 bool launched_under_mpi() {
   auto number = [](const char* name) {
     const std::string s = env(name);
     return s.empty() ? -1 : std::atoi(s.c_str());
   };
-  if (const int forced = number("RRFP_MPI"); forced >= 0) return forced != 0;
+  if (const std::string forced = env("RRFP_MPI"); !forced.empty()) {
+    if (forced != "0" && forced != "1") throw SpecError(fmt::format("RRFP_MPI='{}' must be 0 or 1", forced));
+    return forced == "1";
+  }
   // Open MPI, MPICH/Hydra and Slurm's PMI/PMIx all export the world size.
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"})
     if (number(v) > 1) return true;

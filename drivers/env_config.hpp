@@ -24,6 +24,9 @@ int inflight_slack_from_env();
 // (mpirun/mpiexec of Open MPI, MPICH/PMI, srun with PMI or PMIx), or when
 // RRFP_MPI=1 forces the multi-rank path (RRFP_MPI=0 disables it).
 bool launched_under_mpi();
+// STARPU_NCPU(S), STARPU_NCUDA, STARPU_NOPENCL: non-negative integers
+// (StarPU aborts on anything else). Throws SpecError.
+void check_starpu_worker_counts();
 // This process's rank as the launcher exported it, "?" when it did not.
 std::string launcher_rank();
 

@@ -168,7 +168,7 @@ inline void add_cost_flags(CLI::App* app, CostFlags& f) {
   app->add_option("--seed", f.opt.seed, "seed of the cost model")->capture_default_str();
   app->add_option("--durations", f.durations,
                   "replay the pass durations of a `rrfp train --trace` file (more --stages than the trace's "
-                  "resample each stage's recorded distribution); replaces --cost and --variability");
+                  "resample each stage's recorded distribution); not with --cost, --unit-ms or --variability");
   app->add_option("--durations-model", f.durations_model, "refuse a --durations trace of another model");
 }
 

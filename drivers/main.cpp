@@ -1,4 +1,5 @@
 // rrfp: the command-line entry point. Subcommands register in commands.hpp.
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +33,13 @@ void require_sane_values(CLI::App* app) {
       },
       "", "finite");
   static const CLI::Validator unsigned_value(
-      [](std::string& v) { return v.rfind('-', 0) == 0 ? "'" + v + "' is negative" : std::string(); }, "", "unsigned");
+      [](std::string& v) {
+        if (v.rfind('-', 0) == 0) return "'" + v + "' is negative";
+        errno = 0;  // CLI11 would clamp 2^64 and beyond to 2^64 - 1
+        std::strtoull(v.c_str(), nullptr, 10);
+        return errno == ERANGE ? "'" + v + "' is too large (at most 18446744073709551615)" : std::string();
+      },
+      "", "unsigned");
   static const CLI::Validator nonempty(
       [](std::string& v) { return v.empty() ? std::string("an empty value") : std::string(); }, "", "nonempty");
   for (CLI::Option* o : app->get_options()) {
@@ -86,10 +93,11 @@ int main(int argc, char** argv) {
 #ifdef RRFP_HAVE_CUDA
   rrfp::set_gpu_channel_wire(rrfp::gpu::nccl_wire);  // --cuda --rank-transport ordered under mpirun
 #endif
-  if (rrfp::cli::launched_under_mpi()) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
   std::string command = "rrfp";  // the command words, once read
   try {
+    if (rrfp::cli::launched_under_mpi()) rrfp::cli::note_sigterm_from_launcher(rrfp::cli::launcher_rank());
     command = command_words(&app, argc, argv);
+    rrfp::cli::check_starpu_worker_counts();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version

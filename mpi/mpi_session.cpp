@@ -75,7 +75,16 @@ void mpi_broadcast(void* data, int bytes, int root) { MPI_Bcast(data, bytes, MPI
 
 void mpi_max_in_place(double* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MAX, rrfp_mpi_comm()); }
 
+bool mpi_all_equal(std::uint64_t value) {
+  // max(v) == ~max(~v) == min(v) exactly when every rank has v.
+  std::uint64_t v[2] = {value, ~value};
+  MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, rrfp_mpi_comm());
+  return v[0] == ~v[1];
+}
+
 void mpi_sum_in_place(float* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, rrfp_mpi_comm()); }
+
+void mpi_sum_in_place(double* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_SUM, rrfp_mpi_comm()); }
 
 namespace {
 int message_count(std::size_t bytes) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,14 @@ void mpi_broadcast(void* data, int bytes, int root);
 // merges per-stage records that only the stage's own rank filled in.
 void mpi_max_in_place(double* data, int n);
 
+// Whether every rank passed the same value (one MPI_Allreduce): the ranks
+// of one job check that they were started with the same run.
+bool mpi_all_equal(std::uint64_t value);
+
 // MPI_Allreduce(MPI_SUM) of `n` floats in place:
 // merges values only one rank computed (the others hold exact zeros).
 void mpi_sum_in_place(float* data, int n);
+void mpi_sum_in_place(double* data, int n);
 
 // Blocking MPI_Send / MPI_Recv of `bytes` raw bytes, between runs (the
 // mirror reduction of replicated stages). Throws

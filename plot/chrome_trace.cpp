@@ -1,4 +1,5 @@
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include <fmt/format.h>
@@ -34,7 +35,7 @@ Timeline read_chrome_trace(const std::string& path) {
   if (!in) throw SpecError(fmt::format("cannot read trace file '{}'", path));
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   } catch (const nlohmann::json::exception& e) {
     throw SpecError(fmt::format("'{}' is not JSON: {}", path, e.what()));
   }

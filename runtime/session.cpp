@@ -1,5 +1,6 @@
 #include "runtime/session.hpp"
 
+#include <cerrno>
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -80,6 +81,9 @@ void start_starpu(const PolicyChoice& policy, int ncpus, bool profiling, const c
   if (rc != 0 && cuda)
     throw SpecError(fmt::format("--cuda: StarPU started no CUDA worker ({}): no usable GPU here, or hidden by "
                                 "CUDA_VISIBLE_DEVICES or STARPU_NCUDA", rc));
+  if (rc == -ENODEV)
+    throw SpecError("starting StarPU failed: no worker to start (-ENODEV); STARPU_NCPU=0 leaves the stages no CPU "
+                    "worker");
   if (rc != 0) throw SpecError(fmt::format("starting StarPU failed ({})", rc));
   if (cuda) {
     if (profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "graph/pipeline_spec.hpp"
 #include "graph/input_file.hpp"
@@ -17,9 +18,9 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
   std::ifstream in(path);
   if (!in) throw SpecError(fmt::format("cannot read {} '{}'", what, path));
   try {
-    nlohmann::json j;
-    in >> j;
-    return j;
+    // parse() of the whole file refuses anything after the value (two
+    // files concatenated, a truncated second object), where >> stops early.
+    return nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   } catch (const nlohmann::json::exception& e) {
     throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
   }

@@ -14,12 +14,16 @@ namespace {
 
 nlohmann::json stats_json(const PassStats& s) { return {{"mean_s", s.mean_s}, {"std_s", s.std_s}}; }
 
-// A field that must be a finite number >= 0.
-double non_negative(const nlohmann::json& j, const char* key, const std::string& where) {
+// Bounds far beyond any layer, that keep sums over 64 layers and the plans
+// written from them finite (a plan's reader refuses more than 1e18).
+constexpr double kMaxPassSeconds = 3600, kMaxBytes = 1e15;
+
+// A field that must be a number in [0, most].
+double non_negative(const nlohmann::json& j, const char* key, const std::string& where, double most) {
   if (!j.contains(key) || !j[key].is_number())
     throw SpecError(fmt::format("{}: '{}' is missing or not a number", where, key));
   const double v = j[key].get<double>();
-  if (!(v >= 0) || !std::isfinite(v)) throw SpecError(fmt::format("{}: '{}' is {} (must be >= 0)", where, key, v));
+  if (!(v >= 0 && v <= most)) throw SpecError(fmt::format("{}: '{}' is {:g} (must be in [0, {:g}])", where, key, v, most));
   return v;
 }
 
@@ -27,7 +31,8 @@ PassStats parse_stats(const nlohmann::json& layer, const char* key, const std::s
   if (!layer.contains(key) || !layer[key].is_object())
     throw SpecError(fmt::format("{}: pass '{}' is missing", where, key));
   const std::string w = fmt::format("{} pass {}", where, key);
-  return {non_negative(layer[key], "mean_s", w), non_negative(layer[key], "std_s", w)};
+  return {non_negative(layer[key], "mean_s", w, kMaxPassSeconds),
+          non_negative(layer[key], "std_s", w, kMaxPassSeconds)};
 }
 
 ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& source) {
@@ -58,8 +63,8 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
     lp.b = parse_stats(l, "B", where);
     lp.w = parse_stats(l, "W", where);
     lp.bw = parse_stats(l, "BW", where);
-    lp.activation_bytes = non_negative(l, "activation_bytes", where);
-    lp.weight_bytes = non_negative(l, "weight_bytes", where);
+    lp.activation_bytes = non_negative(l, "activation_bytes", where, kMaxBytes);
+    lp.weight_bytes = non_negative(l, "weight_bytes", where, kMaxBytes);
     p.layers.push_back(std::move(lp));
   }
   const auto& mb = j.value("message_bytes", nlohmann::json::array());
@@ -67,8 +72,8 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
     throw SpecError(fmt::format("{}: 'message_bytes' needs one entry per cut ({}), has {}", source,
                                 p.layers.size() - 1, mb.is_array() ? mb.size() : 0));
   for (const auto& v : mb) {
-    if (!v.is_number() || !(v.get<double>() >= 0))
-      throw SpecError(fmt::format("{}: a message size is not a non-negative number", source));
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxBytes))
+      throw SpecError(fmt::format("{}: a message size is not a number in [0, {:g}]", source, kMaxBytes));
     p.message_bytes.push_back(v.get<double>());
   }
   if (p.config.contains("layers") && p.config["layers"] != p.blocks())

@@ -157,4 +157,38 @@ TEST(CliInputs, AFailedPictureLeavesNoFile) {
   std::filesystem::remove(png);
 }
 
+// Found by an adversarial review (2026-12-05): each used to abort with a
+// core dump, print inf and exit 0, or be taken silently.
+TEST(CliInputs, OverflowsAndBrokenEnvironmentsAreRefused) {
+  expect_refused("sim --hint 1f1b --stages 2 --microbatches 4 --unit-ms 1e308", "over an hour");
+  expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --variability straggler:0:1e308:1", "over an hour");
+  expect_refused("sim compare --hints 1f1b --stages 2 --microbatches 4 --latency-ms 1e308", "link latency");
+  expect_refused("sim --hint 1f1b --stages 2 --microbatches 4 --seed 18446744073709551616", "too large");
+  auto r = run_cli("bench --hint 1f1b --stages 2 --microbatches 2", "STARPU_NCPU=abc");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("STARPU_NCPU='abc' is not a worker count"), std::string::npos) << r.out;
+  r = run_cli("bench --hint 1f1b --stages 2 --microbatches 2", "STARPU_NCPU=-1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = run_cli("sim --hint 1f1b --stages 2 --microbatches 4", "RRFP_MPI=yes");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("RRFP_MPI='yes' must be 0 or 1"), std::string::npos) << r.out;
+  // One process training alone on every rank: refused under a launcher.
+  r = run_cli(kTrain + "--steps 1 --executor replay", "RRFP_MPI=1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--executor replay runs in one process"), std::string::npos) << r.out;
+}
+
+TEST(CliInputs, AJsonFileWithAnythingAfterItsValueIsRefused) {
+  const std::string dir = ::testing::TempDir();
+  auto r = run_cli("profile --layers 2 --d-model 16 --heads 2 --seq-len 8 --micro-batch-size 1 --repetitions 1 -o " +
+                   dir + "rrfp_prof.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(std::system(("cp " + dir + "rrfp_prof.json " + dir + "rrfp_prof2.json && printf '{\"x\": ' >> " + dir +
+                         "rrfp_prof2.json").c_str()),
+            0);
+  expect_refused("tune --quiet --profile " + dir + "rrfp_prof2.json --devices 2 --microbatches 4 -o " + dir +
+                     "rrfp_plan.json",
+                 "is not valid JSON");
+}
+
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "codelets/splitmix.hpp"
 #include "hints/generators.hpp"
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
@@ -98,6 +99,13 @@ Trainer::Impl::Impl(Resolved r)
     if (mpi) async->set_executor(mpi_executor(plan.mopt), mpi_rank, o.devices_per_rank);
     ident["async"] = o.async_mode;  // a synchronous checkpoint's identity stays as it was
     if (o.async_mode == "amdp") ident["directions"] = o.directions;
+  }
+  if (mpi) {  // before the first message: ranks of other runs would abort in StarPU-MPI or wait forever
+    const std::string run = rank_agreement(o, ident).dump();
+    if (!mpi_all_equal(fnv1a64(run.data(), run.size())))
+      throw SpecError("the ranks were started with different `rrfp train` flags or data (model, data file, seed, "
+                      "schedule, steps, learning rate, checkpointing, evaluation or transport differ): every rank "
+                      "needs the same ones");
   }
   if (!fault.task.empty()) {  // a failure that can never fire would pass a fault test silently
     bool names_one = false;

@@ -10,16 +10,19 @@
 namespace rrfp::train {
 
 void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
+  // Each (stage, microbatch) ran on one rank: a rank's mean already divides
+  // by every microbatch of the step, so the means add up; so do the peaks
+  // of a stage's copies (AMDP: home and mirror on two ranks; an upper bound
+  // of their joint peak, exact when only one rank holds the stage).
   for (StepRecord& r : recs) {  // the losses are merged already (AsyncWindows::run)
-    std::vector<double> v;
-    for (int x : r.drift_max) v.push_back(x);
-    v.insert(v.end(), r.drift_mean.begin(), r.drift_mean.end());
-    for (auto x : r.peak_activation_per_stage) v.push_back(static_cast<double>(x));
-    mpi_max_in_place(v.data(), static_cast<int>(v.size()));
+    std::vector<double> mx(r.drift_max.begin(), r.drift_max.end()), sum(r.drift_mean);
+    for (auto x : r.peak_activation_per_stage) sum.push_back(static_cast<double>(x));
+    mpi_max_in_place(mx.data(), static_cast<int>(mx.size()));
+    mpi_sum_in_place(sum.data(), static_cast<int>(sum.size()));
     for (int s = 0; s < P; ++s) {
-      r.drift_max[s] = static_cast<int>(v[s]);
-      r.drift_mean[s] = v[P + s];
-      r.peak_activation_per_stage[s] = static_cast<std::int64_t>(v[2 * P + s]);
+      r.drift_max[s] = static_cast<int>(mx[s]);
+      r.drift_mean[s] = sum[s];
+      r.peak_activation_per_stage[s] = static_cast<std::int64_t>(sum[P + s]);
     }
   }
 }

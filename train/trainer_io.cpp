@@ -132,6 +132,25 @@ void check_identity(const nlohmann::json& want, const nlohmann::json& meta, cons
     if (!want.contains(it.key()) && !state.count(it.key())) refuse(it.key());
 }
 
+nlohmann::json rank_agreement(const TrainOptions& o, const nlohmann::json& ident) {
+  nlohmann::json j = ident;
+  j["hint"] = o.hint;
+  j["chunks"] = o.chunks;
+  j["split"] = o.split;
+  j["steps"] = o.steps;
+  j["lr"] = o.lr;
+  j["deterministic"] = o.deterministic;
+  j["checkpointing"] = {!o.checkpoint_dir.empty(), o.checkpoint_every, o.resume};
+  j["cuda"] = o.cuda;
+  j["devices_per_rank"] = o.devices_per_rank;
+  j["ordered_channels"] = o.ordered_channels;
+  j["tensor_parallel"] = o.tensor_parallel;
+  j["async"] = {o.async_mode, o.directions, o.async_window};
+  j["eval"] = {o.eval_every, o.eval_microbatches, o.target_loss};
+  j["link"] = {o.link_ms, o.link_jitter};
+  return j;
+}
+
 void write_train_json(const std::string& path, const TrainOptions& o, const TrainResult& res, int b) {
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& r : res.steps) {

@@ -30,6 +30,11 @@ void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, c
 // The run's identity: a checkpoint is refused unless these agree (`b`: sequences per microbatch).
 nlohmann::json identity(const TrainOptions& o, int model_stages, int b);
 void check_identity(const nlohmann::json& want, const nlohmann::json& meta, const std::string& where);
+// What every rank of one job must agree on: the identity plus the schedule,
+// optimizer, checkpointing, evaluation and transport flags. Ranks started
+// with different flags would exchange messages of other sizes (StarPU-MPI
+// aborts), train on other data silently, or wait for each other forever.
+nlohmann::json rank_agreement(const TrainOptions& o, const nlohmann::json& ident);
 // TrainOptions::fail_task (drivers: RRFP_FAIL_TASK, RRFP_FAIL_STEP) makes
 // that task throw, to test that a failing pass stops the run cleanly: the
 // PyTorch cell label (1I0 = B, 1B0 = BW) or kind names (1B0 = B, 1BW0);
