@@ -147,6 +147,8 @@ Hint import_csv_file(const std::string& path) {
       throw SpecError(fmt::format("'{}' is larger than {} MiB: not a schedule", path, kMaxBytes >> 20));
   }
   if (in.bad()) throw SpecError(fmt::format("cannot read '{}'", path));
+  // A UTF-8 byte order mark (spreadsheet exports write one) is not a cell.
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
   return import_csv(text, path);
 }
 

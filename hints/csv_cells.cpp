@@ -57,7 +57,9 @@ CsvAction parse_action(const std::string& t, size_t b, size_t e) {
   if (word == "F" || word == "I" || word == "B" || word == "W") {
     a.kind = word[0];
   } else if (is_comm_or_other(word)) {
-    throw CellError{fmt::format("action '{}' is not a computation; only compute-only schedules can be imported", word)};
+    throw CellError{fmt::format("action '{}' is not a computation; only compute-only schedules can be imported "
+                                "(PyTorch: _dump_csv(path, format=\"compute_only\"))",
+                                word)};
   } else {
     throw CellError{fmt::format("unknown kind '{}' (expected F, I, B or W)", printable_cell(word))};
   }
@@ -80,8 +82,11 @@ void parse_cell(const std::string& cell, std::vector<CsvAction>& out) {
   for (size_t b = 1;;) {
     size_t e = cell.find(';', b);
     if (e == std::string::npos || e > close) e = close;
-    if (e == b) throw CellError{"empty action inside the overlap group"};
-    out.push_back(parse_action(cell, b, e));
+    size_t ab = b, ae = e;  // PyTorch strips each sub-action: "(0F1; 1B0)"
+    while (ab < ae && cell[ab] == ' ') ++ab;
+    while (ae > ab && cell[ae - 1] == ' ') --ae;
+    if (ae == ab) throw CellError{"empty action inside the overlap group"};
+    out.push_back(parse_action(cell, ab, ae));
     if (e == close) break;
     b = e + 1;
   }

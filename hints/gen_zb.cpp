@@ -7,8 +7,8 @@
 //   ZB-H2: the greedy list scheduler (B > F > W, W into the bubbles) with
 //     2(S-d)-1 forwards in flight and 2S-1 held on every device: more
 //     warm-up forwards fill the start-up bubble, about twice the memory.
-// With F=B=W=1 both reach 3M+S-1, which is optimal: the last device cannot
-// start before step S-1 and has 3M unit tasks to run.
+// With F=B=W=1 and M >= S both reach 3M+S-1, which is optimal: the last
+// device cannot start before step S-1 and has 3M unit tasks to run.
 #include <algorithm>
 
 #include "hints/generators.hpp"
@@ -53,7 +53,8 @@ Hint gen_zb_h2(const HintParams& p) {
   Hint h = zb_start("zb-h2", p);
   ListSchedOptions opt;
   for (int d = 0; d < p.stages; ++d) opt.cap.push_back(2 * (p.stages - d) - 1);
-  list_schedule(h, opt);  // held cap: the largest in-flight cap, 2S-1
+  opt.held_cap.assign(p.stages, 2 * p.stages - 1);  // device 0's in-flight cap, on every device
+  list_schedule(h, opt);
   return h;
 }
 

@@ -14,11 +14,13 @@
 //      times chunk-0 B and the oldest chunk-0 W, then the deferred W.
 // With F=B=W=1 and M >= 2D-1 this reaches 6M+D-1, which is optimal. With
 // fewer microbatches the phases are not defined: the greedy list scheduler
-// (B > F > W) builds the order under the same caps.
+// (B > F > W) builds the order with 2D in flight, held as little as its
+// best makespan allows.
 #include <fmt/format.h>
 
 #include "hints/generators.hpp"
 #include "hints/list_sched.hpp"
+#include "hints/replay.hpp"
 
 namespace rrfp {
 
@@ -77,10 +79,26 @@ Hint gen_zbv(const HintParams& p) {
     zbv_phases(h, p.stages, p.microbatches);
     return h;
   }
-  ListSchedOptions opt;
-  opt.cap.assign(p.stages, 2 * p.stages);  // held cap: the same
-  list_schedule(h, opt);
-  return h;
+  // Fewer microbatches: the list scheduler with 2D in flight, and the
+  // smallest held cap that gives its best makespan (2D can cost a step or
+  // two at D >= 6; no held cap is the order before 2026-12-05).
+  const int D = p.stages, most = 2 * p.microbatches;  // a device holds at most 2M chunks
+  Hint best;
+  double best_makespan = 0;
+  for (int held = 2 * D;; ++held) {
+    Hint t = h;
+    ListSchedOptions opt;
+    opt.cap.assign(D, 2 * D);
+    opt.held_cap.assign(D, held);
+    list_schedule(t, opt);
+    const double m = replay_unit(t).makespan;
+    if (best.order.empty() || m < best_makespan) {
+      best = std::move(t);
+      best_makespan = m;
+    }
+    if (held >= most) break;
+  }
+  return best;
 }
 
 }  // namespace rrfp

@@ -3,7 +3,6 @@
 #include "hints/gen_util.hpp"
 #include "hints/update_rules.hpp"
 
-#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -18,7 +17,7 @@ void list_schedule(Hint& hint, const ListSchedOptions& opt) {
   for (int d = 0; d < D; ++d)
     if (opt.cap[d] < 1) throw SpecError(fmt::format("list scheduler: device {} has in-flight cap {}", d, opt.cap[d]));
   std::vector<int> held_cap = opt.held_cap;
-  if (held_cap.empty()) held_cap.assign(D, *std::max_element(opt.cap.begin(), opt.cap.end()));
+  if (held_cap.empty()) held_cap.assign(D, n);  // no held cap
   if (static_cast<int>(held_cap.size()) != D) throw SpecError("list scheduler: one held cap per device needed");
   for (int d = 0; d < D; ++d)
     if (held_cap[d] < opt.cap[d])

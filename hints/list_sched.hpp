@@ -19,9 +19,8 @@ struct ListSchedOptions {
   std::vector<int> cap;
   // Per device, split backward: forwards started whose W is not done may
   // not exceed this either, so W is deferred into bubbles but not to the
-  // end of the step (W still reads what F saved). Empty: the largest of
-  // `cap` on every device, ZB-H1's rule (no device holds more than the
-  // peak device of the F-to-B budget).
+  // end of the step (W still reads what F saved). Empty: no such cap (B > F
+  // > W then defers every W it can, up to the end of the step).
   std::vector<int> held_cap;
   // Tie-break among ready tasks of one kind class; smaller goes first.
   // Default: smaller microbatch, then larger stage (push work downstream).

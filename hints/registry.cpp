@@ -22,6 +22,11 @@ void check_csv_agrees(const Hint& h, const HintParams& p, const std::string& pat
     throw disagree(fmt::format("--microbatches is {}", p.microbatches));
   if (p.chunks != 0 && (s.stages % D != 0 || p.chunks != per_device))
     throw disagree(fmt::format("--chunks {} asks for {} model stages per device", p.chunks, p.chunks));
+  if (p.chunks != 0)  // v stages on every device, not v on average
+    for (int d = 0; d < D; ++d)
+      if (static_cast<int>(s.stages_on(d).size()) != p.chunks)
+        throw disagree(fmt::format("--chunks {} asks for {} model stages on every device, and device {} holds {}",
+                                   p.chunks, p.chunks, d, s.stages_on(d).size()));
   bool any_split = false, any_fused = false;
   for (int st = 0; st < s.stages; ++st)
     for (int m = 0; m < s.microbatches; ++m) (s.is_split(st, m) ? any_split : any_fused) = true;

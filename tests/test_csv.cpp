@@ -217,3 +217,28 @@ TEST(Csv, MissingFileIsSpecError) {
   EXPECT_THROW(import_csv_file("/nonexistent/dir/x.csv"), SpecError);
   EXPECT_THROW(make_hint("csv:/nonexistent/x.csv"), SpecError);
 }
+
+// Found by comparing with PyTorch's reader (2026-12-05): it strips each
+// action of an overlap group, spreadsheet exports start with a byte order
+// mark, and --chunks must hold on every device, not on average.
+TEST(Csv, PyTorchSpacingByteOrderMarkAndUnevenChunks) {
+  Hint h = import_csv("0F0,(0F1; 0B0)OVERLAP_F_B,0B1\n1F0,1B0,1F1,1B1", "space.csv");
+  ASSERT_FALSE(h.overlap_next.empty());
+  const std::string dir = ::testing::TempDir();
+  {
+    std::ofstream(dir + "rrfp_bom.csv", std::ios::binary) << "\xEF\xBB\xBF" << "0F0,0B0\n1F0,1B0\n";
+  }
+  EXPECT_EQ(import_csv_file(dir + "rrfp_bom.csv").spec().stages, 2);
+  {  // device 0 holds stages 0, 1, 2; device 1 holds stage 3: 2 per device on average only
+    std::ofstream(dir + "rrfp_uneven.csv") << "0F0,1F0,2F0,2B0,1B0,0B0\n3F0,3B0\n";
+  }
+  HintParams p;
+  p.stages = p.microbatches = 0;  // the file's own
+  p.chunks = 2;
+  try {
+    make_hint("csv:" + dir + "rrfp_uneven.csv", p);
+    ADD_FAILURE() << "uneven --chunks accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("device 0 holds 3"), std::string::npos) << e.what();
+  }
+}

@@ -158,8 +158,14 @@ TEST(Generators, InterleavedMegatronClosedForm) {
 }
 
 TEST(Generators, ZbvVShape) {
-  for (int S : {1, 2, 3, 4, 6})
-    for (int M : {S + 2, 2 * S + 2, 16}) {
+  // (S, M): every M from S+2 to 2S+2 (where the list scheduler's range and
+  // the phases' meet, at 2S-1), and 16.
+  std::vector<std::pair<int, int>> sizes;
+  for (int S : {1, 2, 3, 4, 6, 7, 8}) {
+    for (int M = S + 2; M <= 2 * S + 2; ++M) sizes.push_back({S, M});
+    if (S + 2 <= 16) sizes.push_back({S, 16});
+  }
+  for (auto [S, M] : sizes) {
       Hint h = make_hint("zbv", params(S, M));
       EXPECT_EQ(h.spec().placement_name, "vshape");
       EXPECT_EQ(h.spec().stages, 2 * S);

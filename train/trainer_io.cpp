@@ -132,11 +132,19 @@ void check_identity(const nlohmann::json& want, const nlohmann::json& meta, cons
     if (!want.contains(it.key()) && !state.count(it.key())) refuse(it.key());
 }
 
-nlohmann::json rank_agreement(const TrainOptions& o, const nlohmann::json& ident) {
+nlohmann::json rank_agreement(const TrainOptions& o, const Hint& hint, const nlohmann::json& ident) {
   nlohmann::json j = ident;
-  j["hint"] = o.hint;
-  j["chunks"] = o.chunks;
-  j["split"] = o.split;
+  // The schedule as resolved, not as typed: an alias, --split given or
+  // implied, or another path to the same CSV agree; two plans or CSVs of
+  // one name and different orders do not.
+  nlohmann::json order = nlohmann::json::array();
+  const TaskGraph& g = *hint.graph;
+  for (const auto& row : hint.order) {
+    std::string cells;
+    for (int id : row) cells += g.label(id) + ",";
+    order.push_back(cells);
+  }
+  j["order"] = order;
   j["steps"] = o.steps;
   j["lr"] = o.lr;
   j["deterministic"] = o.deterministic;

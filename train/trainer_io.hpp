@@ -34,7 +34,7 @@ void check_identity(const nlohmann::json& want, const nlohmann::json& meta, cons
 // optimizer, checkpointing, evaluation and transport flags. Ranks started
 // with different flags would exchange messages of other sizes (StarPU-MPI
 // aborts), train on other data silently, or wait for each other forever.
-nlohmann::json rank_agreement(const TrainOptions& o, const nlohmann::json& ident);
+nlohmann::json rank_agreement(const TrainOptions& o, const Hint& hint, const nlohmann::json& ident);
 // TrainOptions::fail_task (drivers: RRFP_FAIL_TASK, RRFP_FAIL_STEP) makes
 // that task throw, to test that a failing pass stops the run cleanly: the
 // PyTorch cell label (1I0 = B, 1B0 = BW) or kind names (1B0 = B, 1BW0);
