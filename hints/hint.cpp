@@ -34,30 +34,29 @@ void Hint::finalize() {
   }
 }
 
-std::vector<int> Hint::peak_inflight() const {
-  std::vector<int> peak(order.size(), 0);
-  for (size_t d = 0; d < order.size(); ++d) {
+namespace {
+// Per device, the peak count of forwards run and not yet released by a
+// task of a kind `frees` says, in the order as written. A release listed
+// before its forward frees nothing.
+template <class Frees>
+std::vector<int> peak_count(const Hint& h, Frees frees) {
+  std::vector<int> peak(h.order.size(), 0);
+  for (size_t d = 0; d < h.order.size(); ++d) {
     int cur = 0;
-    for (int id : order[d]) {
-      Kind k = graph->task(id).kind;
+    for (int id : h.order[d]) {
+      const Kind k = h.graph->task(id).kind;
       if (k == Kind::F) peak[d] = std::max(peak[d], ++cur);
-      else if (is_backward(k)) cur = std::max(0, cur - 1);  // a backward listed before its forward frees nothing
+      else if (frees(k)) cur = std::max(0, cur - 1);
     }
   }
   return peak;
 }
+}  // namespace
+
+std::vector<int> Hint::peak_inflight() const { return peak_count(*this, is_backward); }
 
 std::vector<int> Hint::peak_held() const {
-  std::vector<int> peak(order.size(), 0);
-  for (size_t d = 0; d < order.size(); ++d) {
-    int cur = 0;
-    for (int id : order[d]) {
-      Kind k = graph->task(id).kind;
-      if (k == Kind::F) peak[d] = std::max(peak[d], ++cur);
-      else if (k == Kind::W || k == Kind::BW) cur = std::max(0, cur - 1);
-    }
-  }
-  return peak;
+  return peak_count(*this, [](Kind k) { return k == Kind::W || k == Kind::BW; });
 }
 
 }  // namespace rrfp
