@@ -195,10 +195,8 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
       ++k;
     }
   }
-  // A bench task sleeps its duration and a simulated makespan sums them:
-  // an hour per task is far beyond any pass or transfer, and stops an
-  // overflow (1e308 ms) from turning into inf or a zero-length sleep.
-  constexpr double kMaxTaskSeconds = 3600;
+  // A bench task sleeps its duration and a simulated makespan sums them: an
+  // overflow (1e308 ms) would turn into inf or a zero-length sleep.
   for (int id = 0; id < n; ++id) {
     if (!(d.task_s[id] <= kMaxTaskSeconds))
       throw SpecError(fmt::format("task {} would take {:g} s, over an hour: the costs (--unit-ms, --cost, "

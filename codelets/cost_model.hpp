@@ -58,6 +58,11 @@ void validate(const CostOptions& o);  // throws SpecError
 // For reports: the variability spec, or "durations:PATH" for a trace.
 std::string variability_label(const CostOptions& o);
 
+// The longest pass or transfer any input may ask for (a profile, a trace, a
+// cost flag, a link latency): an hour is far beyond any real one, and keeps
+// sums finite and a bench task's sleep meaningful.
+inline constexpr double kMaxTaskSeconds = 3600;
+
 // Realized durations, in seconds.
 struct Durations {
   std::vector<double> task_s;   // per task id

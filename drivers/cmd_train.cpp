@@ -143,10 +143,6 @@ void add_train_command(CLI::App& app) {
     o->fail_step = fail_step_from_env();
     o->mpi_timeout_s = mpi_timeout_from_env();
     o->multi_rank = launched_under_mpi();
-    if (o->multi_rank && o->executor != "starpu")
-      throw SpecError(fmt::format("--executor {} runs in one process: under a launcher every rank would train the "
-                                  "whole model alone (drop --executor, or start one process)",
-                                  o->executor));
     o->ordered_channels = rank_transport_from_flag(*transport, o->multi_rank, transport_flag) == RankTransportKind::Ordered;
     check_devices_per_rank_flag(o->multi_rank, c->get_option("--devices-per-rank"));
     if (inflight->count() == 0) o->inflight_slack = inflight_slack_from_env();

@@ -1,5 +1,6 @@
 #include "drivers/env_config.hpp"
 
+#include <climits>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -12,6 +13,13 @@ namespace {
 std::string env(const char* name) {
   const char* s = std::getenv(name);
   return s ? s : "";
+}
+
+// `s` as a whole integer in [lo, hi]; false for anything else.
+bool integer_in(const std::string& s, long lo, long hi, long& v) {
+  char* end = nullptr;
+  v = std::strtol(s.c_str(), &end, 10);
+  return !s.empty() && !*end && v >= lo && v <= hi;
 }
 }  // namespace
 
@@ -38,18 +46,16 @@ std::string fail_task_from_env() { return env("RRFP_FAIL_TASK"); }
 int fail_step_from_env() {
   const std::string s = env("RRFP_FAIL_STEP");
   if (s.empty()) return -1;
-  char* end = nullptr;
-  const long v = std::strtol(s.c_str(), &end, 10);
-  if (*end || v < 1) throw SpecError(fmt::format("RRFP_FAIL_STEP='{}' is not a step number", s));
+  long v = 0;
+  if (!integer_in(s, 1, INT_MAX, v)) throw SpecError(fmt::format("RRFP_FAIL_STEP='{}' is not a step number", s));
   return static_cast<int>(v);
 }
 
 int inflight_slack_from_env() {
   const std::string s = env("RRFP_INFLIGHT_SLACK");
   if (s.empty()) return 0;
-  char* end = nullptr;
-  const long v = std::strtol(s.c_str(), &end, 10);
-  if (*end || v < 0 || v > 1000000)
+  long v = 0;
+  if (!integer_in(s, 0, 1000000, v))
     throw SpecError(fmt::format("RRFP_INFLIGHT_SLACK='{}' is not a non-negative integer", s));
   return static_cast<int>(v);
 }
@@ -59,10 +65,8 @@ void check_starpu_worker_counts() {
   // a non-negative integer.
   for (const char* var : {"STARPU_NCPU", "STARPU_NCPUS", "STARPU_NCUDA", "STARPU_NOPENCL"}) {
     const std::string s = env(var);
-    if (s.empty()) continue;
-    char* end = nullptr;
-    const long v = std::strtol(s.c_str(), &end, 10);
-    if (*end || v < 0 || v > 1000000)
+    long v = 0;
+    if (!s.empty() && !integer_in(s, 0, 1000000, v))
       throw SpecError(fmt::format("{}='{}' is not a worker count (a non-negative integer)", var, s));
   }
 }

@@ -33,5 +33,4 @@ void register_handles(Submission& sub, const RankLayout& L, const std::vector<un
   }
 }
 
-
 }  // namespace rrfp

@@ -14,9 +14,9 @@ namespace {
 
 nlohmann::json stats_json(const PassStats& s) { return {{"mean_s", s.mean_s}, {"std_s", s.std_s}}; }
 
-// Bounds far beyond any layer, that keep sums over 64 layers and the plans
-// written from them finite (a plan's reader refuses more than 1e18).
-constexpr double kMaxPassSeconds = 3600, kMaxBytes = 1e15;
+// Far beyond any layer; keeps sums over 64 layers and the plans written
+// from them finite (a plan's reader refuses more than 1e18).
+constexpr double kMaxBytes = 1e15;
 
 // A field that must be a number in [0, most].
 double non_negative(const nlohmann::json& j, const char* key, const std::string& where, double most) {
@@ -31,8 +31,8 @@ PassStats parse_stats(const nlohmann::json& layer, const char* key, const std::s
   if (!layer.contains(key) || !layer[key].is_object())
     throw SpecError(fmt::format("{}: pass '{}' is missing", where, key));
   const std::string w = fmt::format("{} pass {}", where, key);
-  return {non_negative(layer[key], "mean_s", w, kMaxPassSeconds),
-          non_negative(layer[key], "std_s", w, kMaxPassSeconds)};
+  return {non_negative(layer[key], "mean_s", w, kMaxTaskSeconds),
+          non_negative(layer[key], "std_s", w, kMaxTaskSeconds)};
 }
 
 ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& source) {

@@ -7,16 +7,15 @@
 
 #include <fmt/format.h>
 
+#include "codelets/cost_model.hpp"
 #include "codelets/splitmix.hpp"
 #include "hints/update_rules.hpp"
 
 namespace rrfp {
 
 void CommModel::validate() const {
-  // An hour per message bounds what a pipeline link can mean and keeps a
-  // makespan finite (cost_model.cpp bounds a task the same way).
-  if (!(latency_s >= 0 && latency_s <= 3600))
-    throw SpecError(fmt::format("link latency must be in [0, 3600] s (got {:g})", latency_s));
+  if (!(latency_s >= 0 && latency_s <= kMaxTaskSeconds))
+    throw SpecError(fmt::format("link latency must be in [0, {:g}] s (got {:g})", kMaxTaskSeconds, latency_s));
   if (!(bandwidth_Bps > 0)) throw SpecError(fmt::format("link bandwidth must be > 0 (got {})", bandwidth_Bps));
   if (!(message_bytes >= 0)) throw SpecError(fmt::format("message size must be >= 0 (got {})", message_bytes));
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "codelets/splitmix.hpp"
+#include "hints/csv.hpp"
 #include "sim/json_file.hpp"
 
 namespace rrfp::train {
@@ -41,6 +42,10 @@ void check_options(const TrainOptions& o) {
   if (!(o.lr > 0)) throw SpecError("--lr must be positive");
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
     throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
+  if (o.multi_rank && o.executor != "starpu")
+    throw SpecError(fmt::format("--executor {} runs in one process: under a launcher every rank would train the "
+                                "whole model alone (drop --executor, or start one process)",
+                                o.executor));
   positive(o.tensor_parallel, "--tensor-parallel");
   if (o.tensor_parallel > 1 && o.model == "mm-tiny")
     throw SpecError("--tensor-parallel applies to gpt-tiny and gpt-small (mm-tiny has no tensor-parallel blocks)");
@@ -138,12 +143,7 @@ nlohmann::json rank_agreement(const TrainOptions& o, const Hint& hint, const nlo
   // implied, or another path to the same CSV agree; two plans or CSVs of
   // one name and different orders do not.
   nlohmann::json order = nlohmann::json::array();
-  const TaskGraph& g = *hint.graph;
-  for (const auto& row : hint.order) {
-    std::string cells;
-    for (int id : row) cells += g.label(id) + ",";
-    order.push_back(cells);
-  }
+  for (int d = 0; d < hint.devices(); ++d) order.push_back(csv_cells(hint, d));
   j["order"] = order;
   j["steps"] = o.steps;
   j["lr"] = o.lr;
