@@ -158,7 +158,12 @@ int Arbiter::take(int device, double now) {
 
 double Arbiter::expected(int task) const {
   const Task& t = hint_.graph->task(task);
-  return pass_mean_[static_cast<size_t>(t.stage) * kNumKinds + static_cast<int>(t.kind)].get();
+  const size_t base = static_cast<size_t>(t.stage) * kNumKinds;
+  const double own = pass_mean_[base + static_cast<int>(t.kind)].get();
+  if (own >= 0 || t.kind != Kind::W) return own;
+  // No W of this stage has finished yet (the first deferred W comes before
+  // any): its forward's mean stands in, the nearest cost of the same weights.
+  return pass_mean_[base + static_cast<int>(Kind::F)].get();
 }
 
 // When all inputs of `task` will be here, from the start times of the
@@ -205,15 +210,17 @@ bool Arbiter::starves_a_consumer(int task) {
 
 // Instead of a W, a wait needs P predicted within this fraction of the W's
 // expected duration (at most WaitRule::horizon), and lasts at most twice as
-// long (at most WaitRule::ratio).
-constexpr double kFillerWaitHorizon = 0.1;
+// long (at most WaitRule::ratio). 0.1 (and 0.2 x) missed zb-h1's late passes
+// on StarPU, where an input's arrival is predicted 0.1-0.35 ms late with
+// 2 ms passes; 0.4 kept every cell of the grid (perf/RESULTS.md, 2026-12-05).
+constexpr double kFillerWaitHorizon = 0.4;
 
 // The rule: the device idles instead of starting `alt` when the hint's
 // preferred task P (its first unstarted one) is predicted to be ready within
-// horizon x alt's expected duration (a tenth when alt is a W), another
-// device waits for P's output next, and the run has no in-flight slack; it
-// idles for at most ratio x alt's expected duration, then gives up on P
-// for good. One decision looks at P's predecessors and successors (constant
+// horizon x alt's expected duration (0.4 x when alt is a W), another
+// device waits for P's output next (any P when alt is a W), and the run has
+// no in-flight slack; it idles for at most ratio x alt's expected duration,
+// then gives up on P for good. One decision looks at P's predecessors and successors (constant
 // degree in pipeline graphs).
 bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // With in-flight slack the run has memory for readiness-first to run
@@ -242,15 +249,18 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // A forward the cap would hold back anyway is not worth waiting for.
   if (tp.kind == Kind::F && !forward_allowed(dev, device, p)) return false;
   // A W is the filler split-backward hints defer into gaps: it holds no
-  // memory, releases nobody, and idling instead of running it measured worse
-  // on every split-backward hint of the grid (perf/RESULTS.md, issue 16).
-  // So instead of a W the device waits only for a P that is all but there
-  // (a tie lost by microseconds on StarPU), and only briefly.
+  // memory, releases nobody, and idling long instead of running it measured
+  // worse on every split-backward hint of the grid (perf/RESULTS.md, issue
+  // 16). So instead of a W the device waits only for a P predicted well
+  // inside the W (kFillerWaitHorizon), and briefly. Such a P, whatever
+  // consumes it, is the hint's next pass arriving a moment late (bubble-free
+  // zero-bubble steady states, drains): running the W would push it, and
+  // every pass after it on this device, back by most of a W.
   const bool filler = ta.kind == Kind::W;
-  // Waiting pays only when P is on the critical chain right now: a device
-  // that consumes P's output has P's successor as its own next task in the
-  // hint. Otherwise delaying P costs nobody and idling costs this device.
-  if (!starves_a_consumer(p)) return false;
+  // Otherwise waiting pays only when P is on the critical chain right now: a
+  // device that consumes P's output has P's successor as its own next task
+  // in the hint. If not, delaying P costs nobody and idling costs this device.
+  if (!filler && !starves_a_consumer(p)) return false;
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
   double horizon = opt_.wait.horizon, ratio = opt_.wait.ratio;

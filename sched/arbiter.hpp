@@ -10,7 +10,8 @@
 //                   a bounded time when the hint's preferred task (its next
 //                   unstarted one) is predicted to be ready within half of
 //                   the ready alternative's duration and another device
-//                   waits for its output, in runs without in-flight slack
+//                   waits for its output (instead of a W: within 0.4 of
+//                   the W, whoever waits), in runs without in-flight slack
 //                   (docs/runtime.md, "Bounded-wait arbitration"). Needs
 //                   the clock: pass `now`.
 // Memory bound: a forward starts only while the device's in-flight count
