@@ -11,7 +11,8 @@
 //                   unstarted one) is predicted to be ready within half of
 //                   the ready alternative's duration and another device
 //                   waits for its output (instead of a W: within 0.4 of
-//                   the W, whoever waits), in runs without in-flight slack
+//                   the W, whether or not another device waits for it),
+//                   in runs without in-flight slack
 //                   (docs/runtime.md, "Bounded-wait arbitration"). Needs
 //                   the clock: pass `now`.
 // Memory bound: a forward starts only while the device's in-flight count
