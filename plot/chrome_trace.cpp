@@ -1,5 +1,4 @@
 #include <fstream>
-#include <iterator>
 #include <map>
 
 #include <fmt/format.h>
@@ -7,7 +6,7 @@
 
 #include "graph/pipeline_spec.hpp"
 #include "plot/timeline.hpp"
-#include "graph/input_file.hpp"
+#include "sim/json_file.hpp"
 
 namespace rrfp {
 
@@ -30,15 +29,7 @@ void write_chrome_trace(const Timeline& t, const std::string& path) {
 }
 
 Timeline read_chrome_trace(const std::string& path) {
-  reject_directory(path, "trace file");
-  std::ifstream in(path);
-  if (!in) throw SpecError(fmt::format("cannot read trace file '{}'", path));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  } catch (const nlohmann::json::exception& e) {
-    throw SpecError(fmt::format("'{}' is not JSON: {}", path, e.what()));
-  }
+  const nlohmann::json j = read_json_file(path, "trace file");
   const nlohmann::json* events = &j;
   if (j.is_object()) {
     if (!j.contains("traceEvents")) throw SpecError(fmt::format("'{}' has no traceEvents", path));

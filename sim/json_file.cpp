@@ -15,12 +15,18 @@ namespace rrfp {
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   reject_directory(path, what);
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw SpecError(fmt::format("cannot read {} '{}'", what, path));
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw SpecError(fmt::format("cannot read {} '{}'", what, path));
+  // The parser ends its input at a NUL byte, so a value followed by one
+  // and anything after it would pass: no JSON text contains one.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    throw SpecError(fmt::format("'{}' is not valid JSON: a NUL byte at offset {}", path, nul));
   try {
     // parse() of the whole file refuses anything after the value (two
     // files concatenated, a truncated second object), where >> stops early.
-    return nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
   }

@@ -189,6 +189,17 @@ TEST(CliInputs, AJsonFileWithAnythingAfterItsValueIsRefused) {
   expect_refused("tune --quiet --profile " + dir + "rrfp_prof2.json --devices 2 --microbatches 4 -o " + dir +
                      "rrfp_plan.json",
                  "is not valid JSON");
+  // A NUL byte ends the parser's input: the value before it must not pass
+  // for the whole file (a profile, and a trace read by --durations).
+  ASSERT_EQ(std::system(("cp " + dir + "rrfp_prof.json " + dir + "rrfp_prof3.json && printf '\\000{' >> " + dir +
+                         "rrfp_prof3.json").c_str()),
+            0);
+  expect_refused("tune --quiet --profile " + dir + "rrfp_prof3.json --devices 2 --microbatches 4 -o " + dir +
+                     "rrfp_plan.json",
+                 "a NUL byte at offset");
+  ASSERT_EQ(std::system(("printf '{\"traceEvents\": []}\\000x' > " + dir + "rrfp_nul_trace.json").c_str()), 0);
+  expect_refused("sim --hint 1f1b --stages 2 --microbatches 2 --durations " + dir + "rrfp_nul_trace.json",
+                 "a NUL byte at offset 19");
 }
 
 }  // namespace
