@@ -8,6 +8,8 @@
 #include "drivers/env_config.hpp"
 #include "drivers/flags.hpp"
 #include "drivers/rank_transport_flag.hpp"
+#include "hints/csv.hpp"
+#include "codelets/splitmix.hpp"
 #include "runtime/bench.hpp"
 #include "mpi/mpi_executor.hpp"
 #include "mpi/mpi_session.hpp"
@@ -39,6 +41,24 @@ struct BenchArgs {
   double message_mb = 4.0 / 1024;  // every activation and gradient handle: 4 KiB
 };
 
+// What every rank of one `rrfp bench` under mpirun must agree on: the
+// graph and its order, the costs each rank draws for its own tasks, the
+// message sizes and the transport. Ranks started with other flags (an MPMD
+// line) abort inside StarPU-MPI, wait forever or time a different run.
+nlohmann::json rank_agreement(const Hint& hint, const BenchConfig& cfg, const BenchArgs& a, RankTransportKind t) {
+  nlohmann::json order = nlohmann::json::array();
+  for (int d = 0; d < hint.devices(); ++d) order.push_back(csv_cells(hint, d));
+  nlohmann::json base = nlohmann::json::array();
+  for (const BaseCost& c : cfg.cost.stage_base) base.push_back({c.f, c.b, c.w, c.bw});
+  return {{"order", order},
+          {"costs", {variability_label(cfg.cost), cfg.cost.unit_ms, cfg.cost.link_ms, cfg.cost.link_jitter,
+                     cfg.cost.seed, base, cfg.cost.stage_sigma, cfg.cost.base.f, cfg.cost.base.b, cfg.cost.base.w,
+                     cfg.cost.base.bw}},
+          {"iterations", cfg.iterations},
+          {"message_bytes", cfg.exec.message_bytes},
+          {"run", {a.tensor_parallel, a.devices_per_rank, static_cast<int>(t), a.cuda}}};
+}
+
 void run(const BenchArgs& a) {
   const bool mpi = launched_under_mpi();  // devices spread over ranks: see docs/mpi.md
   if (a.tensor_parallel < 1) throw SpecError("--tensor-parallel must be at least 1");
@@ -68,6 +88,11 @@ void run(const BenchArgs& a) {
   const RankTransportKind transport = rank_transport_from_flag(a.rank_transport, mpi, a.rank_transport_flag);
   check_devices_per_rank_flag(mpi, a.devices_per_rank_flag);
   if (mpi) {
+    const std::string agreed = rank_agreement(hint, cfg, a, transport).dump();
+    if (!mpi_all_equal(fnv1a64(agreed.data(), agreed.size())))
+      throw SpecError("the ranks were started with different `rrfp bench` flags (hint, sizes, costs, seed, "
+                      "iterations, message size, transport or tensor parallelism differ): every rank needs the "
+                      "same ones");
     MpiOptions mo;
     mo.devices_per_rank = a.devices_per_rank;
     mo.transport = transport;
