@@ -210,9 +210,9 @@ bool Arbiter::starves_a_consumer(int task) {
 
 // Instead of a W, a wait needs P predicted within this fraction of the W's
 // expected duration (at most WaitRule::horizon), and lasts at most twice as
-// long (at most WaitRule::ratio). 0.1 (and 0.2 x) missed zb-h1's late passes
-// on StarPU, where an input's arrival is predicted 0.1-0.35 ms late with
-// 2 ms passes; 0.4 kept every cell of the grid (perf/RESULTS.md, 2026-12-05).
+// long (at most WaitRule::ratio). 0.1 (for 0.2 x) missed zb-h1's late passes
+// on StarPU, predicted 0.1-0.35 ms away with 2 ms passes; 0.4 kept every
+// cell of the grid at 0.99 or more (perf/RESULTS.md, 2026-12-05).
 constexpr double kFillerWaitHorizon = 0.4;
 
 // The rule: the device idles instead of starting `alt` when the hint's
@@ -220,8 +220,8 @@ constexpr double kFillerWaitHorizon = 0.4;
 // horizon x alt's expected duration (0.4 x when alt is a W), another
 // device waits for P's output next (any P when alt is a W), and the run has
 // no in-flight slack; it idles for at most ratio x alt's expected duration,
-// then gives up on P for good. One decision looks at P's predecessors and successors (constant
-// degree in pipeline graphs).
+// then gives up on P for good. One decision looks at P's predecessors and
+// successors (constant degree in pipeline graphs).
 bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // With in-flight slack the run has memory for readiness-first to run
   // forwards early, which is what the slack is for; waiting gave those gains
