@@ -9,7 +9,6 @@
 #include "drivers/flags.hpp"
 #include "drivers/rank_transport_flag.hpp"
 #include "hints/csv.hpp"
-#include "codelets/splitmix.hpp"
 #include "runtime/bench.hpp"
 #include "mpi/mpi_executor.hpp"
 #include "mpi/mpi_session.hpp"
@@ -46,11 +45,9 @@ struct BenchArgs {
 // message sizes and the transport. Ranks started with other flags (an MPMD
 // line) abort inside StarPU-MPI, wait forever or time a different run.
 nlohmann::json rank_agreement(const Hint& hint, const BenchConfig& cfg, const BenchArgs& a, RankTransportKind t) {
-  nlohmann::json order = nlohmann::json::array();
-  for (int d = 0; d < hint.devices(); ++d) order.push_back(csv_cells(hint, d));
   nlohmann::json base = nlohmann::json::array();
   for (const BaseCost& c : cfg.cost.stage_base) base.push_back({c.f, c.b, c.w, c.bw});
-  return {{"order", order},
+  return {{"order", csv_rows(hint)},
           {"costs", {variability_label(cfg.cost), cfg.cost.unit_ms, cfg.cost.link_ms, cfg.cost.link_jitter,
                      cfg.cost.seed, base, cfg.cost.stage_sigma, cfg.cost.base.f, cfg.cost.base.b, cfg.cost.base.w,
                      cfg.cost.base.bw}},
@@ -88,8 +85,7 @@ void run(const BenchArgs& a) {
   const RankTransportKind transport = rank_transport_from_flag(a.rank_transport, mpi, a.rank_transport_flag);
   check_devices_per_rank_flag(mpi, a.devices_per_rank_flag);
   if (mpi) {
-    const std::string agreed = rank_agreement(hint, cfg, a, transport).dump();
-    if (!mpi_all_equal(fnv1a64(agreed.data(), agreed.size())))
+    if (!mpi_all_equal(rank_agreement(hint, cfg, a, transport).dump()))
       throw SpecError("the ranks were started with different `rrfp bench` flags (hint, sizes, costs, seed, "
                       "iterations, message size, transport or tensor parallelism differ): every rank needs the "
                       "same ones");

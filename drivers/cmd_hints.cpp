@@ -39,9 +39,7 @@ nlohmann::ordered_json to_json(const Hint& h, const ReplayResult& r) {
   if (sp.pipelines() > 1) j["placements"] = sp.placement;
   j["placement_kind"] = sp.placement_name;
   // Cells exactly as the CSV writes them, overlap groups included.
-  nlohmann::ordered_json order = nlohmann::ordered_json::array();
-  for (int d = 0; d < h.devices(); ++d) order.push_back(csv_cells(h, d));
-  j["order"] = order;
+  j["order"] = csv_rows(h);
   j["complete"] = r.complete;
   j["makespan"] = r.makespan;
   j["bubble_ratio"] = r.bubble_ratio;

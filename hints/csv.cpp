@@ -169,14 +169,19 @@ std::vector<std::string> csv_cells(const Hint& hint, int device) {
   return cells;
 }
 
+std::vector<std::vector<std::string>> csv_rows(const Hint& hint) {
+  std::vector<std::vector<std::string>> rows;
+  for (int d = 0; d < hint.devices(); ++d) rows.push_back(csv_cells(hint, d));
+  return rows;
+}
+
 std::string export_csv(const Hint& hint) {
   if (hint.spec().pipelines() > 1)
     throw SpecError(fmt::format("hint '{}' runs {} pipelines over the same devices; PyTorch's CSV names a stage by "
                                 "its index alone, so it cannot say which copy of a stage a row holds",
                                 hint.name, hint.spec().pipelines()));
   std::string out;
-  for (int d = 0; d < hint.devices(); ++d) {
-    auto cells = csv_cells(hint, d);
+  for (const auto& cells : csv_rows(hint)) {
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i) out += ',';
       out += cells[i];

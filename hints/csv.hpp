@@ -28,5 +28,8 @@ Hint import_csv_file(const std::string& path);
 std::string export_csv(const Hint& hint);
 // The cells of one device's row, overlap groups folded into one cell.
 std::vector<std::string> csv_cells(const Hint& hint, int device);
+// Every device's row of cells: the order as resolved (an alias, an implied
+// --split or another path to the same CSV give the same rows).
+std::vector<std::vector<std::string>> csv_rows(const Hint& hint);
 
 }  // namespace rrfp

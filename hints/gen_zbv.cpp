@@ -16,6 +16,8 @@
 // fewer microbatches the phases are not defined: the greedy list scheduler
 // (B > F > W) builds the order with 2D in flight, held as little as its
 // best makespan allows.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "hints/generators.hpp"
@@ -82,10 +84,10 @@ Hint gen_zbv(const HintParams& p) {
   // Fewer microbatches: the list scheduler with 2D in flight, and the
   // smallest held cap that gives its best makespan (2D can cost a step or
   // two at D >= 6; no held cap is the order before 2026-12-05).
-  const int D = p.stages, most = 2 * p.microbatches;  // a device holds at most 2M chunks
+  const int D = p.stages, most = std::max(2 * D, 2 * p.microbatches);  // a device holds at most 2M chunks
   Hint best;
   double best_makespan = 0;
-  for (int held = 2 * D;; ++held) {
+  for (int held = 2 * D; held <= most; ++held) {
     Hint t = h;
     ListSchedOptions opt;
     opt.cap.assign(D, 2 * D);
@@ -96,7 +98,6 @@ Hint gen_zbv(const HintParams& p) {
       best = std::move(t);
       best_makespan = m;
     }
-    if (held >= most) break;
   }
   return best;
 }

@@ -14,6 +14,7 @@
 #include <mpi.h>
 #include <starpu_mpi.h>
 
+#include "codelets/splitmix.hpp"
 #include "graph/pipeline_spec.hpp"
 #include "mpi/mpi_comm.hpp"
 #include "runtime/executor.hpp"
@@ -75,8 +76,9 @@ void mpi_broadcast(void* data, int bytes, int root) { MPI_Bcast(data, bytes, MPI
 
 void mpi_max_in_place(double* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_MAX, rrfp_mpi_comm()); }
 
-bool mpi_all_equal(std::uint64_t value) {
+bool mpi_all_equal(const std::string& text) {
   // max(v) == ~max(~v) == min(v) exactly when every rank has v.
+  const std::uint64_t value = fnv1a64(text.data(), text.size());
   std::uint64_t v[2] = {value, ~value};
   MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, rrfp_mpi_comm());
   return v[0] == ~v[1];

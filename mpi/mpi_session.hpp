@@ -33,9 +33,9 @@ void mpi_broadcast(void* data, int bytes, int root);
 // merges per-stage records that only the stage's own rank filled in.
 void mpi_max_in_place(double* data, int n);
 
-// Whether every rank passed the same value (one MPI_Allreduce): the ranks
-// of one job check that they were started with the same run.
-bool mpi_all_equal(std::uint64_t value);
+// Whether every rank passed the same text (its hash, one MPI_Allreduce):
+// the ranks of one job check that they were started with the same run.
+bool mpi_all_equal(const std::string& text);
 
 // MPI_Allreduce(MPI_SUM) of `n` floats in place:
 // merges values only one rank computed (the others hold exact zeros).

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <optional>
 
-#include "codelets/splitmix.hpp"
 #include "hints/generators.hpp"
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
@@ -101,8 +100,7 @@ Trainer::Impl::Impl(Resolved r)
     if (o.async_mode == "amdp") ident["directions"] = o.directions;
   }
   if (mpi) {  // before the first message: ranks of other runs would abort in StarPU-MPI or wait forever
-    const std::string run = rank_agreement(o, hint, ident).dump();
-    if (!mpi_all_equal(fnv1a64(run.data(), run.size())))
+    if (!mpi_all_equal(rank_agreement(o, hint, ident).dump()))
       throw SpecError("the ranks were started with different `rrfp train` flags or data (model, data file, seed, "
                       "schedule, steps, learning rate, checkpointing, evaluation or transport differ): every rank "
                       "needs the same ones");

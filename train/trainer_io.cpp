@@ -139,12 +139,9 @@ void check_identity(const nlohmann::json& want, const nlohmann::json& meta, cons
 
 nlohmann::json rank_agreement(const TrainOptions& o, const Hint& hint, const nlohmann::json& ident) {
   nlohmann::json j = ident;
-  // The schedule as resolved, not as typed: an alias, --split given or
-  // implied, or another path to the same CSV agree; two plans or CSVs of
-  // one name and different orders do not.
-  nlohmann::json order = nlohmann::json::array();
-  for (int d = 0; d < hint.devices(); ++d) order.push_back(csv_cells(hint, d));
-  j["order"] = order;
+  // The schedule as resolved, not as typed: two plans or CSVs of one name
+  // and different orders do not agree.
+  j["order"] = csv_rows(hint);
   j["steps"] = o.steps;
   j["lr"] = o.lr;
   j["deterministic"] = o.deterministic;
