@@ -48,7 +48,8 @@ void add_train_command(CLI::App& app) {
   c->add_option("--seed", o->seed, "seed of weights, corpus and sampling")->capture_default_str();
   c->add_flag("--deterministic", o->deterministic,
               "reduce gradients in microbatch order: bitwise-reproducible losses (--async amdp: every "
-              "forward also runs on the weight version its gate waited for, docs/async.md; slower to converge)");
+              "forward also runs on the weight version its gate waited for, docs/async.md; slower to converge; "
+              "--async paci: only under STARPU_SCHED=rrfp-fixed)");
   c->add_option("--checkpoint", o->checkpoint_dir, "checkpoint directory");
   c->add_option("--checkpoint-every", o->checkpoint_every, "steps between checkpoints (0: at the end)");
   c->add_flag("--resume", o->resume, "continue from the checkpoint in --checkpoint DIR");

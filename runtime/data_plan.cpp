@@ -16,6 +16,7 @@ const char* handle_kind_name(HandleKind k) {
     case HandleKind::Stash: return "stash";
     case HandleKind::Accumulator: return "accumulator";
     case HandleKind::Version: return "version";
+    case HandleKind::Window: return "window";
     case HandleKind::Arrival: return "arrival";
     case HandleKind::Received: return "received";
   }
@@ -68,6 +69,21 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   std::vector<int> version;  // [s * gate_lag + j], owned by the stage's epilogue device
   for (int s = 0; s < S && p.group > 0; ++s)
     for (int j = 0; j < o.gate_lag; ++j) version.push_back(add(HandleKind::Version, s, -1, 0, spec.device_of(s, 0), 8));
+  // Forward windows: per stage, W tokens owned by the device of its
+  // microbatch 0 (PACI: the stage's one device).
+  if (!o.forward_window.empty() && static_cast<int>(o.forward_window.size()) != S)
+    throw SpecError(fmt::format("a forward window per stage needed: {} given for {} stages", o.forward_window.size(), S));
+  if (!o.forward_window.empty() && T > 1) throw SpecError("forward windows do not support tensor parallelism");
+  auto window_of = [&](int s) { return o.forward_window.empty() ? 0 : o.forward_window[s]; };
+  std::vector<int> window_base(S, -1);
+  for (int s = 0; s < S; ++s) {
+    if (window_of(s) < 0) throw SpecError(fmt::format("forward window of stage {} is negative", s));
+    for (int j = 0; j < window_of(s); ++j) {
+      const int h = add(HandleKind::Window, s, -1, 0, spec.device_of(s, 0), 8);
+      if (j == 0) window_base[s] = h;
+    }
+  }
+  auto window_token = [&](int s, int m) { return window_base[s] + m % window_of(s); };
   const Access acc_mode = o.commute ? Access::RWCommute : Access::RW;
   // The backward of group k >= 1 (the B, or the fused BW) reads the version
   // its stage's epilogue of group k - 1 wrote: in one process the
@@ -104,11 +120,16 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           if (s + 1 < S) p.msg_out[mt] = act[at(t, s, m)];
           if (o.gate_lag > 0 && m / p.group >= o.gate_lag)
             a.push_back({version[s * o.gate_lag + (m / p.group) % o.gate_lag], Access::R});
+          if (const int w = window_of(s); w > 0 && m >= w) {
+            a.push_back({window_token(s, m), Access::R});
+            if (t == 0) p.window_edges.push_back({g.backward_of(s, m - w), id});
+          }
           break;
         case Kind::B:
           a.push_back({stash[at(t, s, m)], Access::RW});
           if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
           read_last_version(a, s, m);
+          if (window_of(s) > 0) a.push_back({window_token(s, m), Access::W});
           break;
         case Kind::W:
           a.push_back({stash[at(t, s, m)], Access::RW});
@@ -119,6 +140,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           if (has_acc(t)) a.push_back({acc[{t, s, acc_dev(s, k.device)}], acc_mode});
           if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
           read_last_version(a, s, m);
+          if (window_of(s) > 0) a.push_back({window_token(s, m), Access::W});
           break;
       }
       if (p.msg_out[mt] >= 0) a.push_back({p.msg_out[mt], Access::W});
@@ -161,6 +183,9 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
             if (std::get<0>(key) == t && std::get<1>(key) == s)
               a.push_back({h, std::get<2>(key) == home ? Access::RW : Access::R});
           if (o.gate_lag > 0) a.push_back({version[s * o.gate_lag + k % o.gate_lag], Access::W});
+          // The forward that the group's last backward admits waits for
+          // this update too: a stage updates before its next forward.
+          if (p.group > 0 && window_of(s) > 0) a.push_back({window_token(s, (k + 1) * p.group - 1), Access::W});
           if (!has_acc(t))  // a follower's: after the last pass of each microbatch (its stash's last writer)
             for (int m = 0; m < M; ++m) a.push_back({stash[at(t, s, m)], Access::R});
           p.access.push_back(std::move(a));
@@ -197,6 +222,33 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   return p;
 }
 
+std::vector<int> windowed_order(const TaskGraph& g, const std::vector<int>& forward_window) {
+  if (forward_window.empty()) return g.topological_order();
+  const int n = g.size(), S = g.spec().stages;
+  if (static_cast<int>(forward_window.size()) != S)
+    throw SpecError(fmt::format("a forward window per stage needed: {} given for {} stages", forward_window.size(), S));
+  std::vector<int> indeg(n), order;
+  std::vector<std::vector<int>> extra(n);  // backward -> the forward its window admits
+  for (int id = 0; id < n; ++id) {
+    const Task& t = g.task(id);
+    indeg[id] = static_cast<int>(g.preds(id).size());
+    if (const int w = forward_window[t.stage]; t.kind == Kind::F && w > 0 && t.mb >= w) {
+      extra[g.backward_of(t.stage, t.mb - w)].push_back(id);
+      ++indeg[id];
+    }
+  }
+  for (int id = 0; id < n; ++id)
+    if (indeg[id] == 0) order.push_back(id);
+  for (size_t h = 0; h < order.size(); ++h) {
+    for (int s : g.succs(order[h]))
+      if (--indeg[s] == 0) order.push_back(s);
+    for (int s : extra[order[h]])
+      if (--indeg[s] == 0) order.push_back(s);
+  }
+  if (static_cast<int>(order.size()) != n) throw SpecError("the forward windows make the task graph cyclic");
+  return order;
+}
+
 std::vector<int> submission_nodes(const DataPlan& p, std::vector<int> order) {
   std::vector<int> out;
   out.reserve(p.nodes());
@@ -206,6 +258,13 @@ std::vector<int> submission_nodes(const DataPlan& p, std::vector<int> order) {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p.task_group[a] < p.task_group[b]; });
     for (int id = 0; id < p.n; ++id)
       if (p.writer_epilogue[id] >= 0) ++left[p.writer_epilogue[id]];
+  }
+  if (!p.window_edges.empty()) {
+    std::vector<int> pos(p.n, -1);
+    for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int>(i);
+    for (auto [b, f] : p.window_edges)
+      if (pos[b] < 0 || pos[f] < 0 || pos[b] > pos[f])
+        throw SpecError(fmt::format("submission order puts forward {} before the backward {} its window waits for", f, b));
   }
   for (int id : order) {
     for (int t = 0; t < p.tp; ++t) {

@@ -21,6 +21,13 @@
 //                      k mod gate_lag = j, read by the forwards of group
 //                      k + gate_lag: at most gate_lag groups in flight (AMDP),
 //                      and by the backwards (B or BW) of group k + 1
+// Per (model stage s, j < W_s), with a forward window W_s (PACI's
+// admission rule, DataPlanOptions::forward_window) only:
+//   window     T(s,j)  written by the backward (B or BW) of every microbatch
+//                      m with m mod W_s = j and, grouped, by the stage's
+//                      update after it when m ends a group; read by
+//                      F(s, m + W_s): at most W_s forwards of the stage not
+//                      yet matched by a backward, under every policy
 // With state bytes and a gate, per epilogue and other accumulator of its stage:
 //   install            reads the version the epilogue wrote, on the device
 //                      of that accumulator: the copy there takes the new
@@ -38,13 +45,14 @@
 
 #include <cstddef>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "graph/task_graph.hpp"
 
 namespace rrfp {
 
-enum class HandleKind { Activation, Gradient, Stash, Accumulator, Version, Arrival, Received };
+enum class HandleKind { Activation, Gradient, Stash, Accumulator, Version, Window, Arrival, Received };
 enum class Access : unsigned char { R, W, RW, RWCommute };
 const char* handle_kind_name(HandleKind k);
 
@@ -101,6 +109,13 @@ struct DataPlanOptions {
   // starts after that stage's epilogue of group k - L" (the version
   // handles above). Grouped epilogues alone never hold a forward back.
   int gate_lag = 0;
+  // Per model stage, 0 or W > 0 for "F(s, m) starts after the backward of
+  // m - W on that stage and, with grouped epilogues, after the stage's
+  // update that follows it" (the window handles above: PACI's window as
+  // data flow, so StarPU's own policies keep it too). Empty: none. The
+  // submission order must put that backward before F(s, m):
+  // windowed_order() does; submission_nodes() checks.
+  std::vector<int> forward_window;
   std::size_t message_bytes = 64;
   // Optional (AMDP across ranks, docs/async.md): the accumulators and
   // version handles of stage s carry state_bytes(s) bytes after an 8-byte
@@ -129,6 +144,9 @@ struct DataPlan {
   // Grouped epilogues: per graph task, its microbatch's group; per member
   // task, the epilogue its accumulator write precedes (-1: none).
   std::vector<int> task_group, writer_epilogue;
+  // Forward windows: (backward, forward) graph-id pairs the submission
+  // order must keep in that order.
+  std::vector<std::pair<int, int>> window_edges;
   std::vector<HandleSpec> handles;
   std::vector<LinkSpec> links;
   int epilogues = 0;
@@ -156,12 +174,18 @@ struct DataPlan {
 
 DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
 
+// The graph's topological order with each forward window's (backward,
+// forward) pairs as edges too; with no window, g.topological_order().
+std::vector<int> windowed_order(const TaskGraph& g, const std::vector<int>& forward_window);
+
 // The order the submitter hands the nodes to StarPU, from an order of graph
 // ids: every member of each id in turn, a task's channel (send, receive)
 // and link just before it; the epilogues last, or (grouped) each right
 // after the last accumulator write of its group, each followed by its
 // installs, the ids sorted by group first (stable: within a group the
 // given order stays, and every edge joins tasks of one microbatch).
+// Throws SpecError when the order puts a window's forward before its
+// backward (the forward would read an older token).
 std::vector<int> submission_nodes(const DataPlan& plan, std::vector<int> order);
 
 // The dependencies StarPU's sequential consistency derives from the plan

@@ -106,6 +106,11 @@ struct ExecOptions {
   // its stage's epilogue of group k - L has run (AMDP: 2, so a microbatch
   // crosses at most one update; DataPlanOptions::gate_lag). 0: no gate.
   int gate_lag = 0;
+  // Per model stage, 0 or W > 0: F(s, m) starts after the backward of
+  // m - W on its stage (and, with epilogue_group, after the stage's update
+  // that follows it), under every policy: PACI's admission window as data
+  // flow (DataPlanOptions::forward_window). Empty: none.
+  std::vector<int> forward_window;
   // Optional: run once on every worker when a StarPU session starts, before
   // any task (StarpuSession::init_workers_once); training sets up each
   // worker's LibTorch and BLAS threads there.

@@ -66,6 +66,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
   po.epilogues = run.epilogue != nullptr;
   po.epilogue_group = opt.epilogue_group;
   po.gate_lag = opt.gate_lag;
+  po.forward_window = opt.forward_window;
   po.message_bytes = opt.message_bytes;
   po.link_delay_s = opt.link_delay_s;
   po.state_bytes = opt.state_bytes;
@@ -265,7 +266,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
                                plan.install_device[i]};
 
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
-  if (submit_order.empty()) submit_order = g.topological_order();
+  if (submit_order.empty()) submit_order = windowed_order(g, opt.forward_window);
   // Every task is known before the first one can run on this rank: the
   // watchdog's total must be complete before a fast run could end.
   for (int node = 0; node < plan.nodes(); ++node)

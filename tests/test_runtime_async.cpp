@@ -57,14 +57,58 @@ TEST(RuntimeAsync, GroupedEpiloguesFollowTheirGroupInTheDataFlow) {
   EXPECT_THROW(plan_data(*make_hint("1f1b", {2, 12, 0, 0, 0}).graph, bad), SpecError);
 }
 
+// PACI's window as data flow: F(s, m) waits for the backward of m - W on
+// its stage and, when that backward ends a group, for the stage's update
+// after it; the submission order must keep each such backward first.
+TEST(RuntimeAsync, ForwardWindowsAreDataFlow) {
+  const int P = 3, M = 12, a = 2;
+  Hint h = make_hint("1f1b", {P, M, 0, 0, 0});
+  const TaskGraph& g = *h.graph;
+  DataPlanOptions o;
+  o.epilogues = true;
+  o.epilogue_group = a;
+  for (int s = 0; s < P; ++s) o.forward_window.push_back(P - s);
+  const DataPlan p = plan_data(g, o);
+  const auto deps = implied_dependencies(p, windowed_order(g, o.forward_window));
+  int with_update = 0;
+  for (int s = 0; s < P; ++s)
+    for (int m = 0; m < M; ++m) {
+      const int f = g.find(Kind::F, s, m), w = P - s;
+      const auto& d = deps[f];
+      auto has = [&](int node) { return std::count(d.begin(), d.end(), node) > 0; };
+      if (m < w) {
+        EXPECT_TRUE(std::none_of(d.begin(), d.end(), [&](int x) { return x < g.size() && g.task(x).stage == s; }))
+            << g.label(f) << " is in the first window";
+        continue;
+      }
+      if ((m - w + 1) % a == 0) {  // the update comes after that backward (the accumulator)
+        EXPECT_TRUE(has(p.epilogue_node(((m - w) / a) * P + s))) << g.label(f) << " before its stage's update";
+        ++with_update;
+      } else {
+        EXPECT_TRUE(has(g.backward_of(s, m - w))) << g.label(f);
+      }
+    }
+  EXPECT_GT(with_update, 0);
+  // Kahn's order of the graph alone submits stage 0's forwards first: refused.
+  EXPECT_THROW(submission_nodes(p, g.topological_order()), SpecError);
+  // Bad windows: a negative one, or not one per stage.
+  DataPlanOptions bad = o;
+  bad.forward_window[0] = -1;
+  EXPECT_THROW(plan_data(g, bad), SpecError);
+  bad.forward_window = {1};
+  EXPECT_THROW(plan_data(g, bad), SpecError);
+}
+
 // PACI's bound: ceil((cap - 1) / a) updates between a forward and its
 // backward, cap = P - s (1F1B's in-flight peak, which the policies enforce).
 int paci_bound(int P, int s, int a) { return (P - s - 1 + a - 1) / a; }
 
+// The window is data flow (ExecOptions::forward_window), so StarPU's own
+// policies keep it too: eager, lws and prio never see the caps.
 TEST(RuntimeAsync, DriftStaysWithinPaciBoundUnderEveryPolicyAndRandomDurations) {
   unsetenv("RRFP_SCHED_LIB");
   int reached = 0;
-  for (const char* pol : {"rrfp", "rrfp-wait", "rrfp-fixed"})
+  for (const char* pol : {"rrfp", "rrfp-wait", "rrfp-fixed", "eager", "lws", "prio"})
     for (int P : {2, 3, 4})
       for (int a : {1, 2, 3})
         for (int seed = 1; seed <= 6; ++seed) {
@@ -81,6 +125,7 @@ TEST(RuntimeAsync, DriftStaysWithinPaciBoundUnderEveryPolicyAndRandomDurations) 
           std::vector<int> updates_at(P * groups, -1);
           ExecOptions o;
           o.epilogue_group = a;
+          for (int s = 0; s < P; ++s) o.forward_window.push_back(P - s);
           std::atomic<int> order{0};
           std::vector<int> done_at(g.size(), -1);
           o.stage_epilogue = [&](int e) {

@@ -48,11 +48,13 @@ TEST(TrainAsync, OneStepWindowIsSynchronous1F1BBitwise) {
   EXPECT_EQ(losses(train(a)), losses(train(s)));
 }
 
+// Under StarPU's own policies too: the window is data flow (docs/async.md).
 TEST(TrainAsync, DriftStaysWithinPaciBoundAndReachesIt) {
-  for (const char* pol : {"rrfp-fixed", "rrfp", "rrfp-wait"})
+  for (const char* pol : {"rrfp-fixed", "rrfp", "rrfp-wait", "eager", "lws"})
     for (int P : {2, 3}) {
       TrainOptions o = paci(P, 4);
       o.policy = pol;
+      o.deterministic = o.policy == "rrfp-fixed";  // refused under the others
       const TrainResult r = train(o);
       ASSERT_EQ(r.steps.size(), 4u);
       int most = 0;
@@ -92,13 +94,19 @@ TEST(TrainAsync, ResumeContinuesTheRunExactly) {
 }
 
 TEST(TrainAsync, PeakActivationsStayThoseOf1F1B) {
-  TrainOptions a = paci(3, 3);
-  TrainOptions s = a;
+  TrainOptions s = paci(3, 3);
   s.async_mode.clear();
-  const TrainResult ra = train(a), rs = train(s);
-  for (size_t k = 0; k < ra.steps.size(); ++k)
-    for (int st = 0; st < 3; ++st)
-      EXPECT_LE(ra.steps[k].peak_activation_per_stage[st], rs.steps[0].peak_activation_per_stage[st]) << "stage " << st;
+  const TrainResult rs = train(s);
+  for (const char* pol : {"rrfp-fixed", "eager"}) {  // the window holds under StarPU's own policies too
+    TrainOptions a = paci(3, 3);
+    a.policy = pol;
+    a.deterministic = a.policy == "rrfp-fixed";
+    const TrainResult ra = train(a);
+    for (size_t k = 0; k < ra.steps.size(); ++k)
+      for (int st = 0; st < 3; ++st)
+        EXPECT_LE(ra.steps[k].peak_activation_per_stage[st], rs.steps[0].peak_activation_per_stage[st])
+            << pol << " stage " << st;
+  }
 }
 
 // RRFP_FAIL_TASK names a pass of a step as in the synchronous graph, and
@@ -153,6 +161,9 @@ TEST(TrainAsync, BadOptionsAreRefusedByName) {
   o = paci(2, 2);
   o.async_window = 0;
   refused(o, "--window must be at least 1");
+  o = paci(2, 2);
+  o.policy = "rrfp-wait";  // a forward before or after its stage's update: timing
+  refused(o, "--async paci --deterministic repeats its losses only under");
 }
 
 }  // namespace rrfp::train

@@ -11,6 +11,7 @@
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
 #include "runtime/executor.hpp"
+#include "sched/policy_registry.hpp"
 #include "train/cuda_stream.hpp"
 #include "train/mirror_reduce.hpp"
 #include "train/trainer_io.hpp"
@@ -40,6 +41,18 @@ void check_async_options(const TrainOptions& o) {
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
+  // Whether a forward of PACI's runs before or after its stage's update is
+  // timing unless the policy keeps the hint's order: only then do the
+  // losses repeat (docs/async.md, "PACI with --deterministic").
+  if (!amdp && o.deterministic) {
+    const PolicyChoice pc = resolve_policy(o.policy);
+    if (pc.kind != PolicyChoice::Kind::RrfpFixed && pc.kind != PolicyChoice::Kind::StaticOrder)
+      throw SpecError(fmt::format("--async paci --deterministic repeats its losses only under a policy that keeps "
+                                  "1F1B's order (STARPU_SCHED=rrfp-fixed), not '{}': which of a stage's forwards run "
+                                  "before its update depends on timing otherwise; drop --deterministic or set "
+                                  "STARPU_SCHED=rrfp-fixed (--async amdp pins its versions under every policy)",
+                                  pc.name));
+  }
   if (amdp) {
     amdp_placement(o.stages, o.directions);  // names a P it cannot place
     if (o.microbatches % o.directions != 0)
@@ -115,6 +128,11 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   std::vector<double> t_s(g.size(), 0);
   eo.epilogue_group = M_;
   eo.gate_lag = o_.async_mode == "amdp" ? 2 : 0;
+  // PACI: stage s admits a forward while fewer than P - s (+ slack) of its
+  // forwards wait for their backward, as data flow, so StarPU's own
+  // policies keep the window and the drift bound too (docs/async.md).
+  if (o_.async_mode == "paci")
+    for (int s = 0; s < P_; ++s) eo.forward_window.push_back(P_ - s + o_.inflight_slack);
   AmdpRanks* xr = sh.ranks.get();  // AMDP across ranks: gradient sums and weights as StarPU data
   if (xr) {
     xr->begin_window();
