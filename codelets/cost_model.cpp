@@ -135,7 +135,9 @@ void validate(const CostOptions& o) {
 }
 
 std::string variability_label(const CostOptions& o) {
-  return o.durations ? "durations:" + o.durations->source : o.var.spec;
+  std::string s = o.durations ? "durations:" + o.durations->source : o.var.spec;
+  if (!o.stage_sigma.empty()) s += "+profile-spread";  // --profile: each stage's measured spread is drawn too
+  return s;
 }
 
 Durations draw(const TaskGraph& g, const CostOptions& o) {

@@ -172,6 +172,18 @@ void add_hints_command(CLI::App& app) {
   sh->callback([sa, sh] {
     if (sa->async.empty() && sh->count("--hint") == 0) throw SpecError("--hint is required (or --async METHOD)");
     if (!sa->async.empty() && sh->count("--hint") > 0) throw SpecError("--async draws its own order: drop --hint");
+    // Flags of the other form are refused, not ignored.
+    if (!sa->async.empty()) {
+      for (const char* name : {"--microbatches", "--chunks", "--waves", "--split", "--fused"})
+        if (sh->count(name) > 0)
+          throw SpecError(fmt::format("--async draws its own order: drop {} (the window has --accumulate x --window "
+                                      "microbatches)", name));
+      if (sa->async == "paci" && sh->count("--directions") > 0)
+        throw SpecError("--directions is for --async amdp; PACI has one direction");
+    } else {
+      for (const char* name : {"--accumulate", "--window", "--directions"})
+        if (sh->count(name) > 0) throw SpecError(fmt::format("{} needs --async paci|amdp", name));
+    }
     show(*sa);
   });
 

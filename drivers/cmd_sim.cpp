@@ -43,7 +43,7 @@ struct SimFlags {
     if (slack < 0) throw SpecError("--inflight-slack must not be negative");
     sc.inflight_slack = slack;
     if (latency_ms < 0) throw SpecError(fmt::format("--latency-ms {} must not be negative", latency_ms));
-    if (bandwidth_gbps < 0) throw SpecError(fmt::format("--bandwidth-gbps {} must be positive", bandwidth_gbps));
+    check_bandwidth_gbps(bandwidth_gbps);
     if (message_mb < 0) throw SpecError(fmt::format("--message-mb {} must not be negative", message_mb));
     if (message_mb > 0 && bandwidth_gbps == 0) throw SpecError("--message-mb needs --bandwidth-gbps > 0");
     sc.comm.latency_s = latency_ms * 1e-3;
@@ -254,9 +254,11 @@ void add_async(CLI::App* sim) {
   c->add_option("--policy", f->policy, "rrfp, rrfp-wait or rrfp-fixed");
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
   c->add_option("--json", f->json, "write the estimate as JSON");
-  c->callback([f, method, directions, stages, accumulate, window, update_ms] {
+  c->callback([c, f, method, directions, stages, accumulate, window, update_ms] {
     if (*method != "paci" && *method != "amdp")
       throw SpecError(fmt::format("unknown --method '{}' (known: paci, amdp)", *method));
+    if (*method == "paci" && c->count("--directions") > 0)
+      throw SpecError("--directions is for --method amdp; PACI has one direction");
     const bool amdp = *method == "amdp";
     const AsyncEstimate e =
         amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, f->scenario(), *update_ms * 1e-3)

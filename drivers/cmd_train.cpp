@@ -95,8 +95,8 @@ void add_train_command(CLI::App& app) {
   c->add_option("--window", o->async_window, "--async: steps per graph; it drains only at a window's end")
       ->capture_default_str();
   c->add_option("--eval-every", o->eval_every,
-                "validation loss every K steps on held-out data (gpt-tiny: the corpus's last tenth, left out of "
-                "training)");
+                "validation loss every K steps and after the last, on held-out data (gpt-tiny: the corpus's last "
+                "tenth, left out of training)");
   c->add_option("--eval-microbatches", o->eval_microbatches, "held-out microbatches per evaluation")
       ->capture_default_str();
   c->add_option("--target-loss", o->target_loss,
@@ -110,6 +110,9 @@ void add_train_command(CLI::App& app) {
     if (directions->count() > 0 && o->async_mode != "amdp") throw SpecError("--directions needs --async amdp");
     if (accumulate->count() > 0 && o->async_mode.empty()) throw SpecError("--accumulate needs --async");
     if (c->count("--window") > 0 && o->async_mode.empty()) throw SpecError("--window needs --async");
+    if (o->async_mode == "amdp" && c->count("--hint") > 0)  // "1f1b" is also the default: given, it is a choice
+      throw SpecError(fmt::format("--async amdp derives its own multi-directional order; it does not accept the hint '{}'",
+                                  o->hint));
     if (c->count("--checkpoint-every") > 0 && o->checkpoint_dir.empty())
       throw SpecError("--checkpoint-every needs --checkpoint DIR");
     if (accumulate->count() > 0 && microbatches->count() > 0)

@@ -49,13 +49,17 @@ void add_tune_command(CLI::App& app) {
   c->add_flag("--quiet", *quiet, "only the result");
   c->add_option("-o,--output", *out, "write the plan JSON here")->required();
   c->callback([=] {
-    if (*memory_mb < 0 || *latency_ms < 0 || *bandwidth < 0)
-      throw SpecError("--memory-mb, --latency-ms and --bandwidth-gbps must not be negative");
+    if (*memory_mb < 0 || *latency_ms < 0) throw SpecError("--memory-mb and --latency-ms must not be negative");
+    check_bandwidth_gbps(*bandwidth);
     o->memory_bytes = *memory_mb * 1048576;
     o->objective.latency_s = *latency_ms * 1e-3;
     o->objective.bandwidth_Bps = *bandwidth * 1e9 / 8;
     o->objective.mode = parse_mode(*policy);
     if (!placements->empty()) o->placements = split_list(*placements);
+    for (size_t i = 0; i < o->placements.size(); ++i)  // each placement once: a repeat would be searched twice
+      for (size_t j = 0; j < i; ++j)
+        if (o->placements[i] == o->placements[j])
+          throw SpecError(fmt::format("--placements names '{}' twice", o->placements[i]));
     if (!schedules->empty()) o->schedules = split_list(*schedules);
     require_output_dir(*out, "-o");
     if (!*quiet)

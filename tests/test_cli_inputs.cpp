@@ -50,6 +50,22 @@ TEST(CliInputs, AWindowWhoseMicrobatchesWouldOverflowIsRefused) {
   expect_refused("sim async --accumulate 1000000 --window 1000000", "over the limit");
 }
 
+// Flags of another form, refused instead of ignored; links too slow for a
+// plan file; more profiling devices than layers (found by a review).
+TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
+  expect_refused("hints show --async paci --microbatches 8", "drop --microbatches");
+  expect_refused("hints show --async amdp --stages 4 --split", "drop --split");
+  expect_refused("hints show --async paci --directions 4", "--directions is for --async amdp");
+  expect_refused("hints show --hint 1f1b --accumulate 2", "--accumulate needs --async");
+  expect_refused("sim async --method paci --directions 4", "--directions is for --method amdp");
+  expect_refused(kTrain + "--steps 1 --stages 4 --async amdp --hint 1f1b", "does not accept the hint '1f1b'");
+  expect_refused("sim --hint 1f1b --stages 2 --bandwidth-gbps 1e-30", "must be 0 (infinite) or from 1e-06");
+  expect_refused("profile --d-model 16 --heads 2 --seq-len 8 --layers 2 --devices 5 -o " + ::testing::TempDir() +
+                     "p.json",
+                 "--devices 5 is more than the model's 4 layers");
+  expect_refused(kTrain + "--steps 1 --async paci --deterministic", "only under a policy that keeps");
+}
+
 TEST(CliInputs, ADivergedLossStopsTheRunWithoutACheckpoint) {
   const std::string dir = ::testing::TempDir() + "rrfp_diverged_ckpt";
   auto r = run_cli(kTrain + "--steps 3 --lr 1e10 --checkpoint " + dir);

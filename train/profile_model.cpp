@@ -105,6 +105,12 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   else
     model = std::make_unique<GptModel>(o.gpt, o.seed);
   const int L = model->blocks(), S = L + 2;
+  // Each layer is a stage of the profiling run, placed round-robin: a
+  // device with no layer would have nothing to measure.
+  if (po.executor == "starpu" && po.devices > S)
+    throw SpecError(fmt::format("rrfp profile: --devices {} is more than the model's {} layers (embedding, {} blocks, "
+                                "head); profile on at most {} devices (a profile is per layer, not per device)",
+                                po.devices, S, L, S));
   std::vector<int> counts(S, 1);
   counts.front() = counts.back() = 0;  // the first and the last layer alone
   const int b = o.batch_size > 0 ? o.batch_size : o.micro_batch_size;

@@ -300,7 +300,9 @@ void Trainer::Impl::account(StepRecord& rec) {
                                 "of this step was written", rec.step, rec.loss));
   seconds_total += rec.step_s;
   tokens_total += rec.tokens;
-  if (o.eval_every <= 0 || rec.step % o.eval_every != 0) return;
+  // Every K steps and after the last one, as Megatron does: a run's final
+  // weights always have a validation loss.
+  if (o.eval_every <= 0 || (rec.step % o.eval_every != 0 && rec.step != o.steps)) return;
   if (mpi) {  // rank 0 evaluates the whole model; every rank gets the loss, so all stop alike
     share_stage_state(false);
     if (mpi_rank == 0) rec.val_loss = eval_loss(model(), data->validation());
