@@ -65,6 +65,7 @@ BaseCost parse_cost(const std::string& spec) {
     else if (k == "BW") c.bw = v;
     else throw SpecError(fmt::format("--cost: unknown kind '{}' (F, B, W or BW)", k));
   }
+  if (c.f + c.b + c.w + std::max(c.bw, 0.0) == 0) throw SpecError(fmt::format("--cost {}: every pass costs 0", spec));
   return c;
 }
 

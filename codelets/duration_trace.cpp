@@ -81,7 +81,22 @@ DurationTrace read_duration_trace(const std::string& path) {
     if (c.kind == Kind::BW) t.fused = true;
   }
   if (seen.empty()) throw fail("it has no pass slices (2F0, ...)");
-  for (const auto& [k, v] : seen) t.steps = std::max(t.steps, static_cast<int>(v.size()));
+  bool split = false, timed = false;
+  std::map<int, int> times;  // recordings per pass -> how many passes
+  for (const auto& [k, v] : seen) {
+    split = split || std::get<1>(k) == static_cast<int>(Kind::B);
+    for (double d : v) timed = timed || d > 0;
+    ++times[static_cast<int>(v.size())];
+  }
+  if (split && t.fused)
+    throw fail("it records split (I, W) and fused (B) backwards both, as a dualpipev run does; a replay needs one "
+               "form: record the trace with a hint of one backward form");
+  if (!timed) throw fail("every pass lasts 0 s: there is nothing to replay");
+  // The steps: how often most passes are recorded, so that the one pass
+  // recorded more or fewer times is the one named below.
+  int most = 0;
+  for (const auto& [n, passes] : times)
+    if (passes >= most) most = passes, t.steps = n;
   // Every stage has a forward of every microbatch: checked before the
   // tables are sized, so a stray "0F999999" cannot allocate gigabytes.
   if (static_cast<double>(t.stages) * t.microbatches > static_cast<double>(seen.size()))

@@ -4,10 +4,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <string>
 
 #include "drivers/commands.hpp"
+#include "drivers/env_config.hpp"
 #include "drivers/flags.hpp"
 #include "plot/line_chart.hpp"
 #include "plot/render.hpp"
@@ -168,9 +171,10 @@ void add_compare(CLI::App* sim) {
     if (c->count("--microbatches") == 0) csv.microbatches = 0;
     if (c->count("--chunks") == 0) csv.chunks = 0;
     auto rows = compare_hints(split_list(*hints), f->hint.params, sc, f->act_mb * 1e6, f->weight_mb * 1e6, &csv);
-    fmt::print("p={} m={} cost {} unit {} ms, latency {} ms, bandwidth {} Gbit/s, message {} MB\n",
-               f->hint.params.stages, f->hint.params.microbatches, f->cost.cost, sc.cost.unit_ms, f->latency_ms,
-               f->bandwidth_gbps, f->message_mb);
+    const std::string costs = sc.cost.durations ? "durations " + sc.cost.durations->source
+                                                : fmt::format("cost {} unit {} ms", f->cost.cost, sc.cost.unit_ms);
+    fmt::print("p={} m={} {}, latency {} ms, bandwidth {} Gbit/s, message {} MB\n", f->hint.params.stages,
+               f->hint.params.microbatches, costs, f->latency_ms, f->bandwidth_gbps, f->message_mb);
     fmt::print("{}", format_compare(rows));
     if (!json->empty()) {
       nlohmann::json j = nlohmann::json::array();
@@ -193,8 +197,25 @@ void add_compare(CLI::App* sim) {
   });
 }
 
+// As `rrfp bench` does: STARPU_SCHED picks the policy and
+// RRFP_INFLIGHT_SLACK the slack unless the flags do, so that a simulation
+// predicts the run the same environment would give. A StarPU policy the
+// simulator does not model is named, and the default simulated.
+void adopt_environment(SimFlags& f) {
+  if (!f.policy_given)
+    if (const char* sched = std::getenv("STARPU_SCHED"); sched && *sched) {
+      const std::string p = sched;
+      if (p == "rrfp" || p == "rrfp-wait" || p == "rrfp-fixed")
+        f.policy = p;
+      else
+        std::fprintf(stderr, "rrfp sim: STARPU_SCHED=%s is not simulated (only rrfp, rrfp-wait, rrfp-fixed); "
+                     "simulating %s\n", sched, f.policy.c_str());
+    }
+  if (!f.slack_given) f.slack = inflight_slack_from_env();
+}
+
 void add_sweep(CLI::App* sim) {
-  auto* c = sim->add_subcommand("sweep", "Vary one parameter; print and plot the rrfp-fixed/rrfp makespan ratio");
+  auto* c = sim->add_subcommand("sweep", "Vary one parameter; print and plot rrfp-fixed's makespan over --policy's");
   auto f = std::make_shared<SimFlags>();
   auto param = std::make_shared<std::string>("sigma");
   auto values = std::make_shared<std::string>("0,0.2,0.4,0.6,0.8,1.0");
@@ -203,19 +224,24 @@ void add_sweep(CLI::App* sim) {
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
-  c->add_option("--policy", f->policy, "the policy compared with rrfp-fixed: rrfp or rrfp-wait");
-  c->add_option("--param", *param, "sigma | bandwidth | link-ms | link-jitter | microbatches | stages | slack");
-  c->add_option("--values", *values, "comma-separated values");
-  c->add_option("--seeds", *seeds, "seeds averaged per point");
+  c->add_option("--policy", f->policy, "the policy compared with rrfp-fixed: rrfp or rrfp-wait")->capture_default_str();
+  c->add_option("--param", *param, "sigma | bandwidth | link-ms | link-jitter | microbatches | stages | slack")
+      ->capture_default_str();
+  c->add_option("--values", *values, "comma-separated values")->capture_default_str();
+  c->add_option("--seeds", *seeds, "seeds averaged per point")->capture_default_str();
   c->add_option("--png,--svg", f->picture, "plot the ratio (.png or .svg)");
   c->callback([f, param, values, seeds] {
+    if (values->front() == ',' || values->back() == ',' || values->find(",,") != std::string::npos)
+      throw SpecError(fmt::format("--values '{}' has an empty item", *values));
     std::vector<double> vs;
     for (const std::string& v : split_list(*values)) vs.push_back(parse_number(v, "--values"));  // "6abc" is not 6
     if (f->policy != "rrfp" && f->policy != "rrfp-wait")
       throw SpecError(fmt::format("sim sweep compares a policy with rrfp-fixed: --policy rrfp or rrfp-wait, not '{}'",
                                   f->policy));
     Hint h = f->hint.make();  // validates the hint once, up front
-    auto pts = sweep(f->hint.hint, f->hint.resolved(), f->scenario(), *param, vs, *seeds);
+    SimFlags base = *f;  // swept, the bandwidth of each point replaces this one
+    if (*param == "bandwidth" && base.bandwidth_gbps == 0) base.bandwidth_gbps = 1;
+    auto pts = sweep(f->hint.hint, f->hint.resolved(), base.scenario(), *param, vs, *seeds);
     const std::string& pol = f->policy;
     fmt::print("sweep {} over {} ({} seeds): rrfp-fixed/{} makespan\n", h.name, *param, *seeds, pol);
     fmt::print("{:>10} {:>8} {:>8} {:>8}\n", *param, "mean", "min", "max");
@@ -292,8 +318,10 @@ void add_sim_command(CLI::App& app) {
   add_hint_flags(c, f->hint, false);
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
-  c->add_option("--policy", f->policy, "rrfp (readiness-first), rrfp-wait (bounded wait) or rrfp-fixed (strict order)");
-  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
+  c->add_option("--policy", f->policy,
+                "rrfp (readiness-first), rrfp-wait (bounded wait) or rrfp-fixed (strict order); default STARPU_SCHED's "
+                "if it is one of them, else rrfp-wait");
+  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak (default RRFP_INFLIGHT_SLACK or 0)");
   c->add_option("--act-mb", f->act_mb, "activation MB held per in-flight microbatch and stage");
   c->add_option("--weight-mb", f->weight_mb, "weight MB per stage");
   add_profile_flags(c, f->profile);
@@ -310,6 +338,7 @@ void add_sim_command(CLI::App& app) {
     if (!f->plan.empty()) refuse_what_the_plan_fixes(c);
     f->policy_given = c->get_option("--policy")->count() > 0;
     f->slack_given = c->get_option("--inflight-slack")->count() > 0;
+    if (f->plan.empty()) adopt_environment(*f);
     run(*f);
   });
 }

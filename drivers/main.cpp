@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -113,6 +114,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rrfp: error: %s\n", e.what());
+    return 1;
+  }
+  // A report on stdout that did not reach its file (a full disk, a closed
+  // pipe) is a failed command, as a failed --json write is.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "rrfp: error: cannot write standard output: %s\n", std::strerror(errno));
     return 1;
   }
   return 0;

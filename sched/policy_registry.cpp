@@ -132,7 +132,7 @@ PolicyChoice resolve_policy(const std::string& requested) {
   } else {
     std::string known;
     for (const std::string& k : known_policies()) known += (known.empty() ? "" : ", ") + k;
-    throw SpecError(fmt::format("unknown scheduling policy '{}' (STARPU_SCHED); known: {}", name, known));
+    throw SpecError(fmt::format("unknown scheduling policy '{}' (--policy or STARPU_SCHED); known: {}", name, known));
   }
   return c;
 }

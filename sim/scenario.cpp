@@ -1,5 +1,7 @@
 #include "sim/scenario.hpp"
 
+#include <cmath>
+
 namespace rrfp {
 
 ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
@@ -30,7 +32,20 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
   o.memory_budget = sc.memory_budget;
   o.update_group = sc.update_group;
   o.gate_lag = sc.gate_lag;
-  ScenarioResult r{simulate(hint, o), lower_bound(g, d)};
+  // The bound counts every cross-device message's least time too: the
+  // link's latency and its wire time (as the simulator charges them).
+  Durations with_comm = d;
+  const CommModel& c = sc.comm;
+  const double least = c.latency_s + (std::isinf(c.bandwidth_Bps) ? 0 : c.message_bytes / c.bandwidth_Bps);
+  if (least > 0)
+    for (int id = 0; id < g.size(); ++id) {
+      int k = 0;
+      for (int p : g.preds(id)) {
+        if (g.task(p).device != g.task(id).device) with_comm.edge_s[with_comm.edge_off[id] + k] += least;
+        ++k;
+      }
+    }
+  ScenarioResult r{simulate(hint, o), lower_bound(g, with_comm)};
   return r;
 }
 

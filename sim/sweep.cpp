@@ -20,6 +20,11 @@ std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc
     throw SpecError(fmt::format("--param stages cannot vary hint '{}': a CSV fixes its stages", hint));
   if (param == "microbatches" && is_csv_hint(hint))
     throw SpecError(fmt::format("--param microbatches cannot vary hint '{}': a CSV fixes its microbatches", hint));
+  // A swept value that changes nothing would draw a flat line that looks like a result.
+  if (param == "bandwidth" && sc.comm.message_bytes == 0)
+    throw SpecError("--param bandwidth needs --message-mb > 0: without a message size no transfer takes time");
+  if (param == "link-jitter" && sc.cost.link_ms == 0)
+    throw SpecError("--param link-jitter needs --link-ms > 0: it is the jitter of that delay");
   const bool counts = param == "stages" || param == "microbatches" || param == "slack";
   std::vector<SweepPoint> out;
   for (double v : values) {

@@ -64,6 +64,15 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
                      "p.json",
                  "--devices 5 is more than the model's 4 layers");
   expect_refused(kTrain + "--steps 1 --async paci --deterministic", "only under a policy that keeps");
+  expect_refused("sim sweep --hint zb-h1 --param bandwidth --values 0.01,1", "--param bandwidth needs --message-mb");
+  expect_refused("sim sweep --hint zb-h1 --param link-jitter --values 0,0.5", "--param link-jitter needs --link-ms");
+  expect_refused("sim sweep --hint zb-h1 --values 0.1,,0.2", "has an empty item");
+  expect_refused("sim --cost F=0,B=0,W=0", "every pass costs 0");
+  // A swept bandwidth with a message size needs no --bandwidth-gbps of its own.
+  EXPECT_EQ(run_cli("sim sweep --hint 1f1b --stages 2 --microbatches 4 --param bandwidth --values 1,10 --message-mb 1 "
+                    "--seeds 1")
+                .code,
+            0);
 }
 
 TEST(CliInputs, ADivergedLossStopsTheRunWithoutACheckpoint) {

@@ -24,6 +24,43 @@ TEST(CliSim, JsonCarriesTheBenchFields) {
   EXPECT_GE(j["makespan_over_lb"].get<double>(), 1.0);
 }
 
+// As `rrfp bench`: STARPU_SCHED and RRFP_INFLIGHT_SLACK apply unless the
+// flags say otherwise; a StarPU policy the simulator cannot model is named.
+TEST(CliSim, PolicyAndSlackComeFromTheEnvironmentAsInBench) {
+  const std::string args = "sim --hint 1f1b --stages 4 --microbatches 8 --json " + tmp("env.json");
+  auto read = [&] {
+    nlohmann::json j;
+    std::ifstream(tmp("env.json")) >> j;
+    return j;
+  };
+  ASSERT_EQ(run_cli(args, "STARPU_SCHED=rrfp-fixed RRFP_INFLIGHT_SLACK=2").code, 0);
+  nlohmann::json j = read();
+  EXPECT_EQ(j["policy"], "rrfp-fixed");
+  EXPECT_EQ(j["inflight_cap"], nlohmann::json({6, 5, 4, 3}));
+  ASSERT_EQ(run_cli(args + " --policy rrfp --inflight-slack 0", "STARPU_SCHED=rrfp-fixed RRFP_INFLIGHT_SLACK=2").code, 0);
+  j = read();
+  EXPECT_EQ(j["policy"], "rrfp");
+  EXPECT_EQ(j["inflight_cap"], nlohmann::json({4, 3, 2, 1}));
+  auto e = run_cli(args, "STARPU_SCHED=eager");
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("STARPU_SCHED=eager is not simulated"), std::string::npos) << e.out;
+  EXPECT_EQ(read()["policy"], "rrfp-wait");
+}
+
+// The lower bound counts each message's least time: latency and wire time.
+TEST(CliSim, TheLowerBoundCountsLinkLatencyAndWireTime) {
+  for (const char* link : {"--latency-ms 5", "--message-mb 1 --bandwidth-gbps 1.6"}) {  // 1 MB at 1.6 Gbit/s: 5 ms
+    auto r = run_cli(std::string("sim --hint 1f1b --stages 4 --microbatches 4 --unit-ms 1 ") + link + " --json " +
+                     tmp("lb.json"));
+    ASSERT_EQ(r.code, 0) << r.out;
+    nlohmann::json j;
+    std::ifstream(tmp("lb.json")) >> j;
+    // A microbatch goes down 3 links and back up 3: 30 ms of messages on its critical path.
+    EXPECT_GE(j["lower_bound_s"].get<double>(), 0.030) << link;
+    EXPECT_GE(j["makespan_over_lb"].get<double>(), 1.0) << link;
+  }
+}
+
 TEST(CliSim, CompareAndSweepRun) {
   auto c = run_cli("sim compare --stages 4 --microbatches 8 --latency-ms 0.5");
   ASSERT_EQ(c.code, 0) << c.out;

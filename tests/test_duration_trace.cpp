@@ -140,6 +140,16 @@ TEST(DurationTrace, BadFilesGetAClearError) {
   Timeline empty = training_trace(2, 4, 1);
   empty.slices.clear();
   expect_error(write(empty, "empty.json"), "no complete");
+  // One pass recorded once too often: that pass is named, not another.
+  Timeline extra = training_trace(2, 4, 3);
+  extra.slices.push_back({0, "0F2", 100, 100.001});
+  expect_error(write(extra, "extra.json"), "pass 0F2 is recorded 4 times, the others 3");
+  Timeline zero = training_trace(2, 4, 1);
+  for (auto& sl : zero.slices) sl.end_s = sl.start_s;
+  expect_error(write(zero, "zero.json"), "every pass lasts 0 s");
+  Timeline mixed = training_trace(2, 4, 1);  // dualpipev records both backward forms
+  mixed.slices.push_back({0, "0I0", 100, 100.001});
+  expect_error(write(mixed, "mixed.json"), "split (I, W) and fused (B) backwards both");
 }
 
 TEST(DurationTrace, AGraphItDoesNotFitIsRefused) {

@@ -55,6 +55,9 @@ TEST(TrainSeqLen, DistributionsStayInRangeAndVary) {
   SeqLenDist docs = parse_seq_len_dist("docs", 16, text);
   EXPECT_EQ(docs.docs, (std::vector<int>{9, 16, 5}));  // capped at --seq-len
   EXPECT_TRUE(parse_seq_len_dist("fixed", 16, text).fixed());
+  // Blank lines written on Windows (CRLF) or holding spaces break documents too.
+  EXPECT_EQ(parse_seq_len_dist("docs", 16, "ab\r\n\r\ncde\r\n").docs, (std::vector<int>{2, 3}));
+  EXPECT_EQ(parse_seq_len_dist("docs", 16, "ab\n  \t\ncd\nef\n\n\n").docs, (std::vector<int>{2, 5}));
 }
 
 TEST(TrainSeqLen, BadSpecsAreRefused) {

@@ -55,15 +55,25 @@ SeqLenDist parse_seq_len_dist(const std::string& spec, int seq_len, const std::s
   }
   if (kind == "docs" && parts.size() == 1) {
     d.type = SeqLenDist::Type::Docs;
-    // Documents are separated by blank lines; a run of blank lines is one break.
-    size_t begin = 0;
-    while (begin < text.size()) {
-      size_t end = text.find("\n\n", begin);
-      if (end == std::string::npos) end = text.size();
-      if (end > begin) d.docs.push_back(static_cast<int>(std::min<size_t>(end - begin, static_cast<size_t>(seq_len))));
-      begin = end;
-      while (begin < text.size() && text[begin] == '\n') ++begin;
+    // Documents are separated by blank lines: lines of nothing but spaces,
+    // tabs or a CR (files written on Windows); a run of them is one break.
+    // A document's length is its characters, without its last line end.
+    size_t begin = std::string::npos;
+    auto close = [&](size_t end) {
+      while (begin != std::string::npos && end > begin && (text[end - 1] == '\n' || text[end - 1] == '\r')) --end;
+      if (begin != std::string::npos && end > begin)
+        d.docs.push_back(static_cast<int>(std::min<size_t>(end - begin, static_cast<size_t>(seq_len))));
+      begin = std::string::npos;
+    };
+    for (size_t pos = 0; pos < text.size();) {
+      size_t eol = text.find('\n', pos);
+      if (eol == std::string::npos) eol = text.size();
+      const size_t ink = text.find_first_not_of(" \t\r", pos);
+      if (ink == std::string::npos || ink >= eol) close(pos);
+      else if (begin == std::string::npos) begin = pos;
+      pos = eol + 1;
     }
+    close(text.size());
     if (d.docs.size() < 2)
       throw SpecError(fmt::format("--seq-len-dist docs: the data has {} document(s); it needs blank lines between "
                                   "documents (give --data FILE with them)",
