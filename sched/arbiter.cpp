@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -45,8 +46,18 @@ Arbiter::Arbiter(const Hint& hint, ArbiterOptions opt)
   dev_.resize(D);
   fwd_index_.assign(g.size(), -1);
   for (int d = 0; d < D; ++d) {
-    for (int id : hint_.order[d])
-      if (g.task(id).kind == Kind::F) fwd_index_[id] = dev_[d].nfwd++;
+    bool one_stage = true;
+    for (int id : hint_.order[d]) {
+      one_stage = one_stage && g.task(id).stage == g.task(hint_.order[d].front()).stage;
+      if (g.task(id).kind == Kind::F) {
+        fwd_index_[id] = dev_[d].nfwd++;
+        dev_[d].last_fwd_rank = hint_.rank[id];
+      }
+    }
+    // Only a device of one model stage has a drain of its own (below,
+    // should_wait); with several (ZB-V's V), its W's fill gaps between the
+    // other stage's backwards, where running them early measured better.
+    if (!one_stage) dev_[d].last_fwd_rank = std::numeric_limits<int>::max();
     dev_[d].fenwick.assign(dev_[d].nfwd + 1, 0);
   }
   ready_.assign(g.size(), 0);
@@ -214,10 +225,21 @@ bool Arbiter::starves_a_consumer(int task) {
 // on StarPU, predicted 0.1-0.35 ms away with 2 ms passes; 0.4 kept every
 // cell of the grid at 0.99 or more (perf/RESULTS.md, 2026-12-05).
 constexpr double kFillerWaitHorizon = 0.4;
+// A W after the device's last forward is the drain's: the hint puts it
+// where the device would idle anyway, so running it early only pushes the
+// pass it displaces (and the last microbatches' chain) back. Instead of
+// such a W the device waits for P predicted before the W would end, for
+// at most WaitRule::ratio of it. Without it rrfp-wait lost 3-4% to the
+// fixed order on ZB-H1 with microbatches = stages = 6 to 16 (simulated,
+// lognormal 0.3; perf/RESULTS.md, 2026-12-05). Devices of one model
+// stage only: on ZB-V (two a device) it cost 1.5-3.5% (simulated and on
+// StarPU at 8 x 8).
+constexpr double kDrainWaitHorizon = 1.0;
 
 // The rule: the device idles instead of starting `alt` when the hint's
 // preferred task P (its first unstarted one) is predicted to be ready within
-// horizon x alt's expected duration (0.4 x when alt is a W), another
+// horizon x alt's expected duration (0.4 x when alt is a W, 1 x when it is a
+// W of the device's drain), another
 // device waits for P's output next (any P when alt is a W), and the run has
 // no in-flight slack; it idles for at most ratio x alt's expected duration,
 // then gives up on P for good. One decision looks at P's predecessors and
@@ -257,6 +279,7 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   // zero-bubble steady states, drains): running the W would push it, and
   // every pass after it on this device, back by most of a W.
   const bool filler = ta.kind == Kind::W;
+  const bool drain = filler && hint_.rank[alt] > dev.last_fwd_rank;
   // Otherwise waiting pays only when P is on the critical chain right now: a
   // device that consumes P's output has P's successor as its own next task
   // in the hint. If not, delaying P costs nobody and idling costs this device.
@@ -264,7 +287,9 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   const double a = expected(alt), r = predicted_ready(p, now);
   if (a <= 0 || r < 0) return false;
   double horizon = opt_.wait.horizon, ratio = opt_.wait.ratio;
-  if (filler) {
+  if (drain) {
+    horizon = kDrainWaitHorizon;
+  } else if (filler) {
     horizon = std::min(horizon, kFillerWaitHorizon);
     ratio = std::min(ratio, 2 * kFillerWaitHorizon);
   }

@@ -115,6 +115,7 @@ class Arbiter {
     int inflight = 0, peak = 0;
     std::vector<int> fenwick;       // forwards started, by forward index
     int nfwd = 0;
+    int last_fwd_rank = -1;  // rank of the last F in its order: later W's are the drain's
     // BoundedWait: the preferred task is order[pref] (first not started).
     size_t pref = 0;
     int waiting_for = -1, gave_up = -1;

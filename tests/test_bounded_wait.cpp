@@ -156,17 +156,18 @@ TEST(BoundedWait, WaitsOnlyForATaskPredictedWithinTheHorizon) {
   }
 }
 
-// Instead of a W, rrfp-wait waits only for a task predicted well inside the
-// W (0.4 of it). ZB-H1, 3 devices, 4 microbatches, unit passes; device 1's
-// order ends B(1,2) W(1,0) B(1,3) W(1,1) ... F(2,3) takes 1 + `late`, so
-// B(1,3)'s input B(2,3) starts late and is predicted (and comes) `late`
-// units after W(1,0) ends at t = 10, and W(1,1) is ready. Late by 0.3 (an
-// input predicted a few tenths of a ms late on StarPU) the device waits and
-// keeps the hint's order; late by 0.45 or 0.5 it runs W(1,1) first, as rrfp
-// does (0.5 would be within the general horizon).
-// The order is the greedy zero-bubble one that defers W into every gap (the
-// zoo's zb-h1 before 2026-12-05): ListSchedOptions with no held cap.
-TEST(BoundedWait, WaitsInsteadOfAWOnlyForATaskAllButThere) {
+// Instead of a W of the drain (after the device's last forward), rrfp-wait
+// waits for a task predicted before the W would end. ZB-H1, 3 devices, 4
+// microbatches, unit passes; device 1's order ends B(1,2) W(1,0) B(1,3)
+// W(1,1) ... after its last F. F(2,3) takes 1 + `late`, so B(1,3)'s input
+// B(2,3) starts late and is predicted (and comes) `late` units after W(1,0)
+// ends at t = 10, and W(1,1) is ready. Late by up to most of a W the
+// device waits and keeps the hint's order (mid-pipeline W's wait only up to
+// 0.4 of a W: the next test); late by more than a W it runs W(1,1) first,
+// as rrfp does. The order is the greedy zero-bubble one that defers W into
+// every gap (the zoo's zb-h1 before 2026-12-05): ListSchedOptions with no
+// held cap.
+TEST(BoundedWait, InsteadOfADrainsWItWaitsForATaskDueBeforeTheWWouldEnd) {
   Hint h;
   h.name = "greedy-zb";
   h.graph = std::make_shared<TaskGraph>(PipelineSpec::linear(3, 4, true));
@@ -176,7 +177,7 @@ TEST(BoundedWait, WaitsInsteadOfAWOnlyForATaskAllButThere) {
   list_schedule(h, lso);
   const TaskGraph& g = *h.graph;
   const int b13 = g.find(Kind::B, 1, 3), w11 = g.find(Kind::W, 1, 1), f23 = g.find(Kind::F, 2, 3);
-  for (double late : {0.3, 0.45, 0.5}) {
+  for (double late : {0.3, 0.5, 0.9, 1.2}) {
     SCOPED_TRACE(late);
     SimOptions o;
     o.mode = Mode::BoundedWait;
@@ -185,14 +186,13 @@ TEST(BoundedWait, WaitsInsteadOfAWOnlyForATaskAllButThere) {
     ASSERT_TRUE(r.complete) << r.stuck;
     const auto& ex = r.executed[1];
     const auto pos = [&](int id) { return std::find(ex.begin(), ex.end(), id) - ex.begin(); };
-    if (late < 0.4) {
+    if (late < 1) {
       EXPECT_LT(pos(b13), pos(w11));
-      // Device 0 waits too, at t = 11: B(0,3) instead of W(0,2), 0.3 away.
-      EXPECT_EQ(r.waits, 2);
+      EXPECT_GE(r.waits, 1);
       EXPECT_NEAR(r.start[b13], 10 + late, 1e-9);
     } else {
       EXPECT_GT(pos(b13), pos(w11));
-      EXPECT_EQ(r.waits, 0);
+      EXPECT_NEAR(r.start[w11], 10, 1e-9);
     }
   }
 }
