@@ -207,6 +207,8 @@ void adopt_environment(SimFlags& f) {
       const std::string p = sched;
       if (p == "rrfp" || p == "rrfp-wait" || p == "rrfp-fixed")
         f.policy = p;
+      else if (p == "static-order")  // the hint's order strictly, as rrfp-fixed
+        f.policy = "rrfp-fixed";
       else
         std::fprintf(stderr, "rrfp sim: STARPU_SCHED=%s is not simulated (only rrfp, rrfp-wait, rrfp-fixed); "
                      "simulating %s\n", sched, f.policy.c_str());

@@ -118,8 +118,10 @@ int main(int argc, char** argv) {
   }
   // A report on stdout that did not reach its file (a full disk, a closed
   // pipe) is a failed command, as a failed --json write is.
+  errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "rrfp: error: cannot write standard output: %s\n", std::strerror(errno));
+    std::fprintf(stderr, "rrfp: error: cannot write standard output: %s\n",
+                 errno ? std::strerror(errno) : "write error");
     return 1;
   }
   return 0;

@@ -74,10 +74,16 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   if (!o.forward_window.empty() && static_cast<int>(o.forward_window.size()) != S)
     throw SpecError(fmt::format("a forward window per stage needed: {} given for {} stages", o.forward_window.size(), S));
   if (!o.forward_window.empty() && T > 1) throw SpecError("forward windows do not support tensor parallelism");
-  auto window_of = [&](int s) { return o.forward_window.empty() ? 0 : o.forward_window[s]; };
+  // With a split backward the next group's B does not wait for the update,
+  // so a window token would not order the update before the forward.
+  if (!o.forward_window.empty() && spec.split_backward)
+    throw SpecError("forward windows need the fused backward (PACI's)");
+  // A window of M or more holds no forward back: no tokens then.
+  auto window_of = [&](int s) { return o.forward_window.empty() || o.forward_window[s] >= M ? 0 : o.forward_window[s]; };
   std::vector<int> window_base(S, -1);
   for (int s = 0; s < S; ++s) {
-    if (window_of(s) < 0) throw SpecError(fmt::format("forward window of stage {} is negative", s));
+    if (o.forward_window.size() > static_cast<size_t>(s) && o.forward_window[s] < 0)
+      throw SpecError(fmt::format("forward window of stage {} is negative", s));
     for (int j = 0; j < window_of(s); ++j) {
       const int h = add(HandleKind::Window, s, -1, 0, spec.device_of(s, 0), 8);
       if (j == 0) window_base[s] = h;

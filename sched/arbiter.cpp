@@ -288,7 +288,7 @@ bool Arbiter::should_wait(Device& dev, int device, int alt, double now) {
   if (a <= 0 || r < 0) return false;
   double horizon = opt_.wait.horizon, ratio = opt_.wait.ratio;
   if (drain) {
-    horizon = kDrainWaitHorizon;
+    horizon = std::min(kDrainWaitHorizon, 2 * horizon);  // 1 x the W at the default 0.5; 0 turns waits off
   } else if (filler) {
     horizon = std::min(horizon, kFillerWaitHorizon);
     ratio = std::min(ratio, 2 * kFillerWaitHorizon);

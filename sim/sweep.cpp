@@ -34,7 +34,8 @@ std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc
     Scenario s = sc;
     if (param == "sigma") s.cost.var = parse_variability(fmt::format("lognormal:{}", v));
     if (param == "bandwidth") {
-      if (!(v > 0)) throw SpecError("bandwidth values must be positive");
+      if (!(v >= 1e-6 && v <= 1e9))
+        throw SpecError(fmt::format("bandwidth {} must be from 1e-06 (1 kbit/s) to 1e+09 Gbit/s", v));
       s.comm.bandwidth_Bps = v * 1e9 / 8;
     }
     if (param == "link-ms") s.cost.link_ms = v;

@@ -89,7 +89,8 @@ TEST(RuntimeAsync, ForwardWindowsAreDataFlow) {
       }
     }
   EXPECT_GT(with_update, 0);
-  // Kahn's order of the graph alone submits stage 0's forwards first: refused.
+  // Kahn's order of the graph alone puts some forward before the backward
+  // its window waits for (after the group sort, inside a group): refused.
   EXPECT_THROW(submission_nodes(p, g.topological_order()), SpecError);
   // Bad windows: a negative one, or not one per stage.
   DataPlanOptions bad = o;

@@ -83,6 +83,15 @@ TEST(TrainEval, ValidationLossOnEveryKthStepAndTargetStopsTheRun) {
   }
 }
 
+// Every K steps and after the last: 5 steps, K = 2, evaluate 2, 4 and 5.
+TEST(TrainEval, TheLastStepIsEvaluatedToo) {
+  TrainOptions o = small();
+  o.steps = 5;
+  const TrainResult r = train(o);
+  ASSERT_EQ(r.steps.size(), 5u);
+  for (const auto& st : r.steps) EXPECT_EQ(st.val_loss > 0, st.step % 2 == 0 || st.step == 5) << "step " << st.step;
+}
+
 TEST(TrainEval, MmTinyEvaluatesHeldOutImages) {
   TrainOptions o = small("mm-tiny");
   o.steps = 2;

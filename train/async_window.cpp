@@ -44,7 +44,7 @@ void check_async_options(const TrainOptions& o) {
   // Whether a forward of PACI's runs before or after its stage's update is
   // timing unless the policy keeps the hint's order: only then do the
   // losses repeat (docs/async.md, "PACI with --deterministic").
-  if (!amdp && o.deterministic) {
+  if (!amdp && o.deterministic && o.async_window > 1) {  // a one-step window drains before any update
     const PolicyChoice pc = resolve_policy(o.policy);
     if (pc.kind != PolicyChoice::Kind::RrfpFixed && pc.kind != PolicyChoice::Kind::StaticOrder)
       throw SpecError(fmt::format("--async paci --deterministic repeats its losses only under a policy that keeps "
