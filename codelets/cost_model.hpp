@@ -62,6 +62,10 @@ std::string variability_label(const CostOptions& o);
 // cost flag, a link latency): an hour is far beyond any real one, and keeps
 // sums finite and a bench task's sleep meaningful.
 inline constexpr double kMaxTaskSeconds = 3600;
+// The slowest link the command line takes (1 kbit/s): below it a step's
+// prediction overflows what plan files hold (docs/tuner.md). The simulator
+// itself takes any positive bandwidth (tests use abstract units).
+inline constexpr double kMinLinkBandwidthBps = 125;
 
 // Realized durations, in seconds.
 struct Durations {

@@ -91,17 +91,23 @@ std::string TaskGraph::label(int id) const {
   return fmt::format("{}{}{}", t.stage, csv_letter(t.kind), t.mb);
 }
 
-std::vector<int> TaskGraph::topological_order() const {
+std::vector<int> TaskGraph::topological_order(const std::vector<std::pair<int, int>>& also) const {
   const int n = size();
   std::vector<int> indeg(n), order;
+  std::vector<std::vector<int>> after(also.empty() ? 0 : n);
+  for (auto [b, a] : also) after[b].push_back(a), ++indeg[a];
   order.reserve(n);
   for (int i = 0; i < n; ++i) {
-    indeg[i] = preds(i).size();
+    indeg[i] += preds(i).size();
     if (indeg[i] == 0) order.push_back(i);
   }
-  for (size_t h = 0; h < order.size(); ++h)
+  for (size_t h = 0; h < order.size(); ++h) {
     for (int s : succs(order[h]))
       if (--indeg[s] == 0) order.push_back(s);
+    if (!also.empty())
+      for (int s : after[order[h]])
+        if (--indeg[s] == 0) order.push_back(s);
+  }
   if (static_cast<int>(order.size()) != n) throw SpecError("task graph has a cycle");
   return order;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/pipeline_spec.hpp"
@@ -54,9 +55,10 @@ class TaskGraph {
 
   // PyTorch cell notation: "2F0", "1I3", "0W1", "0B2".
   std::string label(int id) const;
-  // Tasks in an order where every task follows its predecessors; throws
-  // SpecError on a cycle (cannot happen for graphs built here).
-  std::vector<int> topological_order() const;
+  // Tasks in an order where every task follows its predecessors and, for
+  // each (before, after) pair of `also`, `after` follows `before` (PACI's
+  // forward windows, runtime/data_plan.hpp); throws SpecError on a cycle.
+  std::vector<int> topological_order(const std::vector<std::pair<int, int>>& also = {}) const;
   // Number of tasks placed on each device.
   std::vector<int> tasks_per_device() const;
 

@@ -80,10 +80,10 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
     throw SpecError("forward windows need the fused backward (PACI's)");
   // A window of M or more holds no forward back: no tokens then.
   auto window_of = [&](int s) { return o.forward_window.empty() || o.forward_window[s] >= M ? 0 : o.forward_window[s]; };
+  for (int w : o.forward_window)
+    if (w < 0) throw SpecError(fmt::format("a forward window is negative ({})", w));
   std::vector<int> window_base(S, -1);
   for (int s = 0; s < S; ++s) {
-    if (o.forward_window.size() > static_cast<size_t>(s) && o.forward_window[s] < 0)
-      throw SpecError(fmt::format("forward window of stage {} is negative", s));
     for (int j = 0; j < window_of(s); ++j) {
       const int h = add(HandleKind::Window, s, -1, 0, spec.device_of(s, 0), 8);
       if (j == 0) window_base[s] = h;
@@ -226,33 +226,6 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
     }
   }
   return p;
-}
-
-std::vector<int> windowed_order(const TaskGraph& g, const std::vector<int>& forward_window) {
-  if (forward_window.empty()) return g.topological_order();
-  const int n = g.size(), S = g.spec().stages;
-  if (static_cast<int>(forward_window.size()) != S)
-    throw SpecError(fmt::format("a forward window per stage needed: {} given for {} stages", forward_window.size(), S));
-  std::vector<int> indeg(n), order;
-  std::vector<std::vector<int>> extra(n);  // backward -> the forward its window admits
-  for (int id = 0; id < n; ++id) {
-    const Task& t = g.task(id);
-    indeg[id] = static_cast<int>(g.preds(id).size());
-    if (const int w = forward_window[t.stage]; t.kind == Kind::F && w > 0 && t.mb >= w) {
-      extra[g.backward_of(t.stage, t.mb - w)].push_back(id);
-      ++indeg[id];
-    }
-  }
-  for (int id = 0; id < n; ++id)
-    if (indeg[id] == 0) order.push_back(id);
-  for (size_t h = 0; h < order.size(); ++h) {
-    for (int s : g.succs(order[h]))
-      if (--indeg[s] == 0) order.push_back(s);
-    for (int s : extra[order[h]])
-      if (--indeg[s] == 0) order.push_back(s);
-  }
-  if (static_cast<int>(order.size()) != n) throw SpecError("the forward windows make the task graph cyclic");
-  return order;
 }
 
 std::vector<int> submission_nodes(const DataPlan& p, std::vector<int> order) {

@@ -114,7 +114,7 @@ struct DataPlanOptions {
   // update that follows it" (the window handles above: PACI's window as
   // data flow, so StarPU's own policies keep it too). Empty: none. The
   // submission order must put that backward before F(s, m):
-  // windowed_order() does; submission_nodes() checks.
+  // g.topological_order(plan.window_edges) does; submission_nodes() checks.
   std::vector<int> forward_window;
   std::size_t message_bytes = 64;
   // Optional (AMDP across ranks, docs/async.md): the accumulators and
@@ -173,10 +173,6 @@ struct DataPlan {
 };
 
 DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& opt);
-
-// The graph's topological order with each forward window's (backward,
-// forward) pairs as edges too; with no window, g.topological_order().
-std::vector<int> windowed_order(const TaskGraph& g, const std::vector<int>& forward_window);
 
 // The order the submitter hands the nodes to StarPU, from an order of graph
 // ids: every member of each id in turn, a task's channel (send, receive)

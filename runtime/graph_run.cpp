@@ -266,7 +266,7 @@ GraphRunOutcome run_graph(const GraphRunSpec& spec) {
                                plan.install_device[i]};
 
   std::vector<int> submit_order = strict ? strict_submission_order(hint) : std::vector<int>{};
-  if (submit_order.empty()) submit_order = windowed_order(g, opt.forward_window);
+  if (submit_order.empty()) submit_order = g.topological_order(plan.window_edges);
   // Every task is known before the first one can run on this rank: the
   // watchdog's total must be complete before a fast run could end.
   for (int node = 0; node < plan.nodes(); ++node)

@@ -33,8 +33,8 @@ std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc
     HintParams hp = p;
     Scenario s = sc;
     if (param == "sigma") s.cost.var = parse_variability(fmt::format("lognormal:{}", v));
-    if (param == "bandwidth") {
-      if (!(v >= 1e-6 && v <= 1e9))
+    if (param == "bandwidth") {  // Gbit/s, as --bandwidth-gbps
+      if (!(v * 1e9 / 8 >= kMinLinkBandwidthBps && v <= 1e9))
         throw SpecError(fmt::format("bandwidth {} must be from 1e-06 (1 kbit/s) to 1e+09 Gbit/s", v));
       s.comm.bandwidth_Bps = v * 1e9 / 8;
     }

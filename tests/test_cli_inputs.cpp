@@ -208,20 +208,18 @@ TEST(CliInputs, AJsonFileWithAnythingAfterItsValueIsRefused) {
   auto r = run_cli("profile --layers 2 --d-model 16 --heads 2 --seq-len 8 --micro-batch-size 1 --repetitions 1 -o " +
                    dir + "rrfp_prof.json");
   ASSERT_EQ(r.code, 0) << r.out;
-  ASSERT_EQ(std::system(("cp " + dir + "rrfp_prof.json " + dir + "rrfp_prof2.json && printf '{\"x\": ' >> " + dir +
-                         "rrfp_prof2.json").c_str()),
-            0);
-  expect_refused("tune --quiet --profile " + dir + "rrfp_prof2.json --devices 2 --microbatches 4 -o " + dir +
-                     "rrfp_plan.json",
-                 "is not valid JSON");
+  // The profile with `tail` (printf's format) appended, refused by the tuner.
+  auto tune_refuses = [&](const std::string& name, const std::string& tail, const std::string& message) {
+    ASSERT_EQ(std::system(("cp " + dir + "rrfp_prof.json " + dir + name + " && printf '" + tail + "' >> " + dir + name)
+                              .c_str()),
+              0);
+    expect_refused("tune --quiet --profile " + dir + name + " --devices 2 --microbatches 4 -o " + dir + "rrfp_plan.json",
+                   message);
+  };
+  tune_refuses("rrfp_prof2.json", "{\"x\": ", "is not valid JSON");
   // A NUL byte ends the parser's input: the value before it must not pass
   // for the whole file (a profile, and a trace read by --durations).
-  ASSERT_EQ(std::system(("cp " + dir + "rrfp_prof.json " + dir + "rrfp_prof3.json && printf '\\000{' >> " + dir +
-                         "rrfp_prof3.json").c_str()),
-            0);
-  expect_refused("tune --quiet --profile " + dir + "rrfp_prof3.json --devices 2 --microbatches 4 -o " + dir +
-                     "rrfp_plan.json",
-                 "a NUL byte at offset");
+  tune_refuses("rrfp_prof3.json", "\\000{", "a NUL byte at offset");
   ASSERT_EQ(std::system(("printf '{\"traceEvents\": []}\\000x' > " + dir + "rrfp_nul_trace.json").c_str()), 0);
   expect_refused("sim --hint 1f1b --stages 2 --microbatches 2 --durations " + dir + "rrfp_nul_trace.json",
                  "a NUL byte at offset 19");

@@ -69,7 +69,7 @@ TEST(RuntimeAsync, ForwardWindowsAreDataFlow) {
   o.epilogue_group = a;
   for (int s = 0; s < P; ++s) o.forward_window.push_back(P - s);
   const DataPlan p = plan_data(g, o);
-  const auto deps = implied_dependencies(p, windowed_order(g, o.forward_window));
+  const auto deps = implied_dependencies(p, g.topological_order(p.window_edges));
   int with_update = 0;
   for (int s = 0; s < P; ++s)
     for (int m = 0; m < M; ++m) {
