@@ -7,6 +7,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/train_helpers.hpp"
 #include "train/trainer.hpp"
@@ -79,7 +82,15 @@ TEST(TrainEval, ValidationLossOnEveryKthStepAndTargetStopsTheRun) {
     std::filesystem::remove_all(dir);
     o.checkpoint_dir.clear();
     o.target_loss = 1e-6;  // out of reach
+    const auto json = std::filesystem::temp_directory_path() / ("rrfp_eval_missed" + std::string(mode) + ".json");
+    o.json_path = json.string();
     EXPECT_FALSE(train(o).target.reached);
+    o.json_path.clear();
+    // --json says so with nulls, not a step -1 after 0 s.
+    const nlohmann::json t = nlohmann::json::parse(std::ifstream(json))["target"];
+    EXPECT_EQ(t["reached"], false) << mode;
+    EXPECT_TRUE(t["step"].is_null() && t["seconds"].is_null() && t["tokens"].is_null()) << t.dump();
+    std::filesystem::remove(json);
   }
 }
 

@@ -188,9 +188,12 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                       {"tensor_parallel", o.tensor_parallel},
                       {"grad_buffer_bytes", res.grad_buffer_bytes},
                       {"steps", steps}};
-  if (o.target_loss > 0)
-    j["target"] = {{"loss", res.target.loss}, {"reached", res.target.reached}, {"step", res.target.step},
-                   {"seconds", res.target.seconds}, {"tokens", res.target.tokens}};
+  if (o.target_loss > 0) {
+    // Not reached: null, not a made-up step 0 or 0 s; the run's totals are in its steps.
+    const auto when = [&](auto v) { return res.target.reached ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    j["target"] = {{"loss", res.target.loss}, {"reached", res.target.reached}, {"step", when(res.target.step)},
+                   {"seconds", when(res.target.seconds)}, {"tokens", when(res.target.tokens)}};
+  }
   if (o.eval_every > 0) j["eval_every"] = o.eval_every;
   if (!o.async_mode.empty()) {
     j["async"] = {{"method", o.async_mode}, {"accumulate", o.microbatches}, {"window_steps", o.async_window}};
