@@ -197,6 +197,45 @@ TEST(BoundedWait, InsteadOfADrainsWItWaitsForATaskDueBeforeTheWWouldEnd) {
   }
 }
 
+// The drain rule is for devices of one model stage. A V (device 0 holds
+// stages 0 and 3, device 1 stages 1 and 2), 2 microbatches, unit passes
+// except stage 3's input backwards (X each) and device 0's W's (0.2), so
+// device 1's passes do not depend on X. When B(2,0) ends at t = 6,
+// device 1's hint wants B(2,1), predicted X later (B(3,1) began at 6),
+// and has W(2,0) ready, after its last forward. At X = 0.6 a device of one
+// stage would wait (inside the drain's horizon of a whole W); a V device
+// only waits inside the filler horizon (0.4), so it runs W(2,0) at 6. At
+// X = 0.3 it waits: the case reaches the rule.
+TEST(BoundedWait, ATwoStageDeviceHasNoDrainOfItsOwn) {
+  Hint h = import_csv(
+      "0F0,0F1,3F0,3B0,3F1,3B1,3W0,3W1,0B0,0B1,0W0,0W1\n"
+      "1F0,2F0,1F1,2F1,2B0,2B1,2W0,2W1,1B0,1B1,1W0,1W1\n");
+  const TaskGraph& g = *h.graph;
+  const int b21 = g.find(Kind::B, 2, 1), w20 = g.find(Kind::W, 2, 0);
+  ASSERT_GE(b21, 0);
+  ASSERT_GE(w20, 0);
+  for (double x : {0.3, 0.6}) {
+    SCOPED_TRACE(x);
+    SimOptions o;
+    o.mode = Mode::BoundedWait;
+    o.duration = [&](int id) {
+      const Task& t = g.task(id);
+      if (t.device == 0 && t.kind == Kind::W) return 0.2;  // device 0 runs W(3,0) before F(3,1) is due
+      return t.stage == 3 && t.kind == Kind::B ? x : 1.0;
+    };
+    SimResult r = simulate(h, o);
+    ASSERT_TRUE(r.complete) << r.stuck;
+    ASSERT_NEAR(r.end[g.find(Kind::B, 2, 0)], 6, 1e-9);
+    if (x < 0.4) {
+      EXPECT_GE(r.waits, 1);
+      EXPECT_NEAR(r.start[b21], 6 + x, 1e-9);
+    } else {
+      EXPECT_EQ(r.waits, 0);
+      EXPECT_NEAR(r.start[w20], 6, 1e-9);
+    }
+  }
+}
+
 // The zoo's ZB-H1 (4 devices, 8 microbatches, unit passes) defers the last
 // device's W(3,0) until after I(3,3): when I(3,0) ends at t = 5 the hint
 // wants F(3,1), whose input F(2,1) runs long (2 + late). No other device
