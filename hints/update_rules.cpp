@@ -31,11 +31,11 @@ UpdateHolds::UpdateHolds(const TaskGraph& g, int group, int gate_lag) : g_(g), g
   }
 }
 
-const std::vector<int>& UpdateHolds::finished(int id) {
+int UpdateHolds::completed(int id) {
   const Task& t = g_.task(id);
-  if (groups_ == 0 || !writes(t.kind)) return none_;
+  if (groups_ == 0 || !writes(t.kind)) return -1;
   const int at = t.stage * groups_ + t.mb / group_;
-  return --writes_left_[at] == 0 ? held_[at] : none_;
+  return --writes_left_[at] == 0 ? at : -1;
 }
 
 }  // namespace rrfp

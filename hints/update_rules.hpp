@@ -22,7 +22,15 @@ class UpdateHolds {
   int extra(int id) const { return extra_.empty() ? 0 : extra_[id]; }
   // Task `id` has ended: the tasks its stage's update (if this completed
   // the group) releases, else none.
-  const std::vector<int>& finished(int id);
+  const std::vector<int>& finished(int id) {
+    const int u = completed(id);
+    return u < 0 ? none_ : held(u);
+  }
+  // Task `id` has ended: the update it completes (stage * groups + group),
+  // or -1 when its group still has writes left; call once per task.
+  int completed(int id);
+  const std::vector<int>& held(int update) const { return held_[update]; }
+  int stage_of(int update) const { return update / groups_; }
 
  private:
   const TaskGraph& g_;

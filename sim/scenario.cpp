@@ -8,11 +8,6 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
   const TaskGraph& g = *hint.graph;
   validate(sc.cost);
   Durations d = draw(g, sc.cost);
-  if (sc.update_group > 0 && sc.update_s > 0)
-    for (int id = 0; id < g.size(); ++id) {
-      const Task& t = g.task(id);
-      if ((t.kind == Kind::W || t.kind == Kind::BW) && (t.mb + 1) % sc.update_group == 0) d.task_s[id] += sc.update_s;
-    }
   SimOptions o;
   o.mode = sc.mode;
   o.inflight_slack = sc.inflight_slack;
@@ -32,6 +27,7 @@ ScenarioResult run_scenario(const Hint& hint, const Scenario& sc) {
   o.memory_budget = sc.memory_budget;
   o.update_group = sc.update_group;
   o.gate_lag = sc.gate_lag;
+  o.update_s = sc.update_group > 0 ? sc.update_s : 0;
   // The bound counts every cross-device message's least time too: the
   // link's latency and its wire time (as the simulator charges them).
   Durations with_comm = d;

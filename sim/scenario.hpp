@@ -20,9 +20,7 @@ struct Scenario {
   std::vector<int> inflight_cap;  // SimOptions::inflight_cap (empty: the hint's peak + slack)
   WaitRule wait{};  // Mode::BoundedWait
   // Each stage's optimizer update, update_s long, after every update_group
-  // of its backwards (0: none). The rrfp policies run a due update before the
-  // device's next pass (docs/async.md), so it lengthens that backward (the W
-  // when split, else the BW) of microbatch k * update_group - 1.
+  // of its backwards (0: none): SimOptions::update_s.
   int update_group = 0;
   double update_s = 0;
   int gate_lag = 0;  // SimOptions::gate_lag (AMDP: 2)

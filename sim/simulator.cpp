@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <queue>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -23,10 +24,10 @@ void CommModel::validate() const {
 namespace {
 
 struct Event {
-  enum Type { Finish, Arrival, Release, Wake };
+  enum Type { Finish, Arrival, Release, Wake, UpdateDone };
   double time;
   long long seq;   // FIFO among equal times: deterministic
-  int who;         // Finish: the task; Arrival: the consumer task; Release, Wake: the device
+  int who;         // Finish: the task; Arrival: the consumer task; Release, Wake, UpdateDone: the device
   Type type;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
@@ -66,6 +67,14 @@ class Sim {
     held_act_.assign(D, 0);
     r_.peak_activation_bytes.assign(D, 0);
     link_free_.assign(static_cast<size_t>(D) * D, 0);
+    if (!(o_.update_s >= 0) || std::isinf(o_.update_s))
+      throw SpecError(fmt::format("update time must be finite and >= 0 (got {:g})", o_.update_s));
+    due_.assign(D, {});
+    running_updates_.assign(D, {});
+    holders_.assign(g_.spec().stages, {});
+    for (const auto& row : g_.spec().placement)
+      for (int s = 0; s < g_.spec().stages; ++s)
+        if (std::find(holders_[s].begin(), holders_[s].end(), row[s]) == holders_[s].end()) holders_[s].push_back(row[s]);
     for (int id = 0; id < n; ++id) {
       missing_[id] = g_.preds(id).size() + holds_.extra(id);
       if (missing_[id] == 0 && o_.source_ready && o_.source_ready(id) > 0) {
@@ -85,8 +94,9 @@ class Sim {
         switch (e.type) {
           case Event::Finish: finish(e.who, t); break;
           case Event::Arrival: ready_one(e.who, t); break;
-          case Event::Release: release(e.who); break;
+          case Event::Release: release(e.who, t); break;
           case Event::Wake: touch(e.who); break;
+          case Event::UpdateDone: update_done(e.who, t); break;
         }
       }
       if (o_.tie_shuffle_seed) shuffle_touched();
@@ -164,7 +174,7 @@ class Sim {
     const bool releases = k.kind == Kind::BW || (k.kind == Kind::B && !o_.memory.release_at_w) ||
                           (k.kind == Kind::W && o_.memory.release_at_w);
     if (releases) held_act_[d] -= act_bytes(k.stage);
-    for (int h : holds_.finished(task)) ready_one(h, t);  // its stage's update (SimOptions::update_group)
+    if (const int u = holds_.completed(task); u >= 0) update_due(u, t);  // SimOptions::update_group
     double sender_free = t;
     if (o_.ask_delay) sender_free += std::max(0.0, o_.ask_delay(d, static_cast<int>(r_.executed[d].size())));
     for (int s : g_.succs(task)) {
@@ -184,7 +194,9 @@ class Sim {
       if (arrive_at <= t) ready_one(s, t);
       else push(arrive_at, s, Event::Arrival);
     }
-    if (sender_free > t) {
+    if (!due_[d].empty()) {
+      start_updates(d, sender_free);  // after its sends, before its next pass
+    } else if (sender_free > t) {
       // The sender is busy pushing bytes: it becomes idle later.
       busy_until_[d] = sender_free;
       push(sender_free, d, Event::Release);
@@ -194,9 +206,44 @@ class Sim {
     }
   }
 
-  void release(int d) {
+  void release(int d, double t) {
+    if (!due_[d].empty()) return start_updates(d, t);
     idle_[d] = 1;
     touch(d);
+  }
+
+  // Stage update `u` is due (UpdateHolds::completed): on every device that
+  // holds the stage, now if it is idle, else when its current pass and
+  // sends end. With update_s 0 it releases its held tasks at once.
+  void update_due(int u, double t) {
+    if (o_.update_s <= 0) {
+      for (int h : holds_.held(u)) ready_one(h, t);
+      return;
+    }
+    const auto& hs = holders_[holds_.stage_of(u)];
+    holders_left_[u] = static_cast<int>(hs.size());
+    for (int d : hs) {
+      due_[d].push_back(u);
+      if (idle_[d]) start_updates(d, t);
+    }
+  }
+
+  void start_updates(int d, double t) {
+    const double len = o_.update_s * static_cast<double>(due_[d].size());
+    idle_[d] = 0;
+    r_.busy[d] += len;
+    busy_until_[d] = t + len;
+    running_updates_[d].insert(running_updates_[d].end(), due_[d].begin(), due_[d].end());
+    due_[d].clear();
+    push(t + len, d, Event::UpdateDone);
+  }
+
+  void update_done(int d, double t) {
+    for (int u : running_updates_[d])
+      if (--holders_left_[u] == 0)
+        for (int h : holds_.held(u)) ready_one(h, t);
+    running_updates_[d].clear();
+    release(d, t);
   }
 
   void ready_one(int task, double t) {
@@ -248,6 +295,10 @@ class Sim {
   long long seq_ = 0;
   std::vector<int> missing_, touched_;
   UpdateHolds holds_;  // SimOptions::update_group / gate_lag
+  // Updates (SimOptions::update_s): due and running per device, holders
+  // per stage, holders still updating per update.
+  std::vector<std::vector<int>> due_, running_updates_, holders_;
+  std::map<int, int> holders_left_;
   std::vector<unsigned char> idle_;
   std::uint64_t shuffle_state_ = o_.tie_shuffle_seed;
   std::vector<double> busy_until_, held_act_, link_free_, wake_pending_;

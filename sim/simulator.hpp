@@ -57,10 +57,14 @@ struct SimOptions {
   // epilogues: update_group > 0 orders each group of that many microbatches'
   // W/BW on a stage after the previous group's (the stage's update between
   // them), and gate_lag > 0 holds a forward of group k until its stage's
-  // update of group k - gate_lag (AMDP: 2). The update takes no time here
-  // (Scenario::update_s lengthens a backward instead).
+  // update of group k - gate_lag (AMDP: 2). The update is device time, not
+  // a graph task: update_s on every device holding the stage, after the
+  // group's last W/BW has sent its output and before that device's next
+  // pass (as the rrfp policies run a due update); the held tasks become
+  // ready when every holder's update has ended.
   int update_group = 0;
   int gate_lag = 0;
+  double update_s = 0;
   // Devices that can start a task at one instant are offered work in the
   // order their events touched them; a nonzero seed shuffles that order
   // instead (real workers race there: sim/decision_check.hpp).
