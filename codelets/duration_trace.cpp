@@ -88,9 +88,7 @@ DurationTrace read_duration_trace(const std::string& path) {
     for (double d : v) timed = timed || d > 0;
     ++times[static_cast<int>(v.size())];
   }
-  if (split && t.fused)
-    throw fail("it records split (I, W) and fused (B) backwards both, as a dualpipev run does; a replay needs one "
-               "form: record the trace with a hint of one backward form");
+  t.mixed = split && t.fused;
   if (!timed) throw fail("every pass lasts 0 s: there is nothing to replay");
   // The steps: how often most passes are recorded, so that the one pass
   // recorded more or fewer times is the one named below.
@@ -106,7 +104,9 @@ DurationTrace read_duration_trace(const std::string& path) {
   t.cell.assign(static_cast<size_t>(t.stages) * kNumKinds * t.microbatches, {});
   t.pooled.assign(static_cast<size_t>(t.stages) * kNumKinds, {});
   // Every pass the trace has for a stage must be there for every
-  // microbatch and every step: a hole means a cut or merged file.
+  // microbatch and every step: a hole means a cut or merged file. In a
+  // mixed trace a microbatch's backward is fused or split, so only its
+  // forward is there for every microbatch; its backward is checked below.
   for (int s = 0; s < t.stages; ++s)
     for (int k = 0; k < kNumKinds; ++k) {
       bool any = false;
@@ -114,6 +114,7 @@ DurationTrace read_duration_trace(const std::string& path) {
       if (!any) continue;
       for (int m = 0; m < t.microbatches; ++m) {
         auto it = seen.find({s, k, m});
+        if (t.mixed && k != static_cast<int>(Kind::F) && it == seen.end()) continue;
         const int n = it == seen.end() ? 0 : static_cast<int>(it->second.size());
         const std::string label = fmt::format("{}{}{}", s, csv_letter(static_cast<Kind>(k)), m);
         if (n != t.steps) throw fail(fmt::format("pass {} is recorded {} times, the others {} (one per step)", label, n, t.steps));
@@ -124,7 +125,36 @@ DurationTrace read_duration_trace(const std::string& path) {
     }
   for (int s = 0; s < t.stages; ++s)
     if (t.pool(Kind::F, s).empty()) throw fail(fmt::format("stage {} has no forward recorded", s));
+  if (t.mixed)
+    for (int s = 0; s < t.stages; ++s)
+      for (int m = 0; m < t.microbatches; ++m) {
+        const bool b = seen.count({s, static_cast<int>(Kind::B), m}), w = seen.count({s, static_cast<int>(Kind::W), m});
+        if (b != w)
+          throw fail(fmt::format("microbatch {} of stage {} has {} but no {}", m, s, b ? "an I" : "a W", b ? "W" : "I"));
+        if (!b && !seen.count({s, static_cast<int>(Kind::BW), m}))
+          throw fail(fmt::format("microbatch {} of stage {} has no backward (neither B nor I and W)", m, s));
+      }
   return t;
+}
+
+namespace {
+
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+double DurationTrace::value(Kind k, int stage, int mb, int step) const {
+  const std::vector<double>& own = at(k, stage, mb);
+  if (!own.empty() || !mixed || k == Kind::F) return own.at(step);
+  if (k == Kind::BW) return at(Kind::B, stage, mb).at(step) + at(Kind::W, stage, mb).at(step);
+  // Split from fused: the stage's mean I or W share of I + W.
+  const double i = mean(pool(Kind::B, stage)), w = mean(pool(Kind::W, stage));
+  const double share = i + w > 0 ? (k == Kind::B ? i : w) / (i + w) : 0.5;
+  return at(Kind::BW, stage, mb).at(step) * share;
 }
 
 void check_trace_fits(const DurationTrace& t, const TaskGraph& g, const std::string& expect_model) {
@@ -138,23 +168,27 @@ void check_trace_fits(const DurationTrace& t, const TaskGraph& g, const std::str
   for (int id = 0; id < g.size(); ++id) {
     const Task& x = g.task(id);
     const int ts = static_cast<int>(static_cast<long long>(x.stage) * t.stages / S);
-    if (t.pool(x.kind, ts).empty())
-      throw fail(fmt::format("the graph needs {} passes of stage {} and the trace recorded none ({} backward): use a "
+    // A mixed trace derives one backward form from the other (value()); a
+    // split form needs the stage to have run some microbatch split.
+    const bool derived = t.mixed && (x.kind == Kind::BW || (x.kind != Kind::F && !t.pool(Kind::B, ts).empty()));
+    if (t.pool(x.kind, ts).empty() && !derived)
+      throw fail(fmt::format("the graph needs {} passes of stage {} and the trace recorded none ({}): use a "
                              "hint with the trace's backward form",
-                             kind_name(x.kind), ts, t.fused ? "fused" : "split"));
+                             kind_name(x.kind), ts,
+                             t.mixed ? "only fused backwards at that stage" : t.fused ? "fused backward" : "split backward"));
   }
 }
 
 double trace_duration(const DurationTrace& t, const TaskGraph& g, int task, std::uint64_t seed) {
   const Task& x = g.task(task);
   const int S = g.spec().stages;
-  if (S == t.stages && x.mb < t.microbatches) return t.at(x.kind, x.stage, x.mb)[seed % t.steps];
+  if (S == t.stages && x.mb < t.microbatches) return t.value(x.kind, x.stage, x.mb, static_cast<int>(seed % t.steps));
   // Microbatch mb replays one recorded (step, microbatch), the same for all
   // its stages and passes: a heavy microbatch stays heavy down the pipeline.
   const int ts = static_cast<int>(static_cast<long long>(x.stage) * t.stages / S);
   const std::uint64_t h = splitmix64(splitmix64(seed ^ 0x7472616365ULL) ^ static_cast<std::uint64_t>(x.mb));
   const auto pick = h % (static_cast<std::uint64_t>(t.steps) * t.microbatches);
-  return t.at(x.kind, ts, static_cast<int>(pick % t.microbatches))[pick / t.microbatches];
+  return t.value(x.kind, ts, static_cast<int>(pick % t.microbatches), static_cast<int>(pick / t.microbatches));
 }
 
 }  // namespace rrfp

@@ -4,6 +4,8 @@
 //
 // Exact replay: a graph with the trace's stages takes each (stage, pass
 // kind, microbatch) from one recorded step, the step picked by the seed.
+// A dualpipev trace, with fused and split backwards, replays too (its
+// other form derived: DurationTrace::value).
 // Resampling: with more stages or microbatches than the trace, microbatch
 // mb draws one recorded (step, microbatch) pair, seeded by (seed, mb), and
 // task (kind, stage s of N, mb) takes that pair's duration of trace stage
@@ -27,6 +29,9 @@ struct DurationTrace {
   std::string model;          // from the title
   int stages = 0, microbatches = 0, steps = 0;
   bool fused = false;         // backward recorded as B (BW) rather than I + W
+  // Both forms, one per (stage, microbatch), as dualpipev runs: a form a
+  // microbatch did not record is derived from the other (value()).
+  bool mixed = false;
   // Per (stage * kNumKinds + kind) * microbatches + mb: one duration per
   // step, in seconds, in step order.
   std::vector<std::vector<double>> cell;
@@ -39,13 +44,19 @@ struct DurationTrace {
   const std::vector<double>& pool(Kind k, int stage) const {
     return pooled[static_cast<size_t>(stage) * kNumKinds + static_cast<int>(k)];
   }
+  // The duration of pass (k, stage, mb) at `step`. In a mixed trace, a
+  // fused backward the microbatch ran split is its I + W, and a split one
+  // it ran fused is its B times the stage's mean share of I (or W) in
+  // I + W over the microbatches that ran split.
+  double value(Kind k, int stage, int mb, int step) const;
 };
 
 // Reads a Chrome trace written by `rrfp train --trace`. Throws SpecError
 // naming the file and the problem: unreadable or malformed JSON, not a
 // training trace, a slice that is not a pass ("2F0") or an optimizer step
 // ("opt1"), a negative duration, a pass recorded more often in one step
-// than once, or a cell missing from some step.
+// than once, or a cell missing from some step (in a mixed trace: a
+// microbatch of a stage with neither a fused nor a whole split backward).
 DurationTrace read_duration_trace(const std::string& path);
 
 // Throws SpecError when `g` cannot take its durations from `t`: fewer stages

@@ -3,6 +3,7 @@
 // refused with a message naming the problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -147,9 +148,88 @@ TEST(DurationTrace, BadFilesGetAClearError) {
   Timeline zero = training_trace(2, 4, 1);
   for (auto& sl : zero.slices) sl.end_s = sl.start_s;
   expect_error(write(zero, "zero.json"), "every pass lasts 0 s");
-  Timeline mixed = training_trace(2, 4, 1);  // dualpipev records both backward forms
-  mixed.slices.push_back({0, "0I0", 100, 100.001});
-  expect_error(write(mixed, "mixed.json"), "split (I, W) and fused (B) backwards both");
+  Timeline half = training_trace(2, 4, 1);  // a microbatch with an I and no W
+  half.slices.push_back({0, "0I0", 100, 100.001});
+  expect_error(write(half, "half.json"), "microbatch 0 of stage 0 has an I but no W");
+}
+
+namespace {
+
+// What a dualpipev run records: a fused (B) or a split (I, W) backward per
+// (stage, microbatch); here split when (s + m) % 3 == 0, with I = 0.3 and
+// W = 0.7 of what the fused one would have cost.
+Timeline mixed_trace(int stages, int mbs, int steps) {
+  Timeline t;
+  t.title = fmt::format("rrfp train gpt-tiny dualpipev S={} M={}", stages / 2, mbs);
+  for (int d = 0; d < stages / 2; ++d) t.tracks.push_back(fmt::format("device {}", d));
+  double clock = 0;
+  auto add = [&](int s, const std::string& name, double d) {
+    t.slices.push_back({std::min(s, stages - 1 - s), name, clock, clock + d});
+    clock += d;
+  };
+  for (int step = 0; step < steps; ++step)
+    for (int s = 0; s < stages; ++s)
+      for (int m = 0; m < mbs; ++m) {
+        add(s, fmt::format("{}F{}", s, m), recorded(s, 'F', m, step));
+        const double b = recorded(s, 'B', m, step);
+        if ((s + m) % 3 != 0) {
+          add(s, fmt::format("{}B{}", s, m), b);
+        } else {
+          add(s, fmt::format("{}I{}", s, m), 0.3 * b);
+          add(s, fmt::format("{}W{}", s, m), 0.7 * b);
+        }
+      }
+  return t;
+}
+
+}  // namespace
+
+// dualpipev's traces replay: each microbatch's recorded form as it was,
+// the other form derived (fused = I + W; I, W = B x the stage's mean share).
+TEST(DurationTrace, ReplaysATraceWithBothBackwardForms) {
+  const DurationTrace t = read_duration_trace(write(mixed_trace(4, 4, 2), "dualpipev.json"));
+  EXPECT_TRUE(t.mixed);
+  for (int s = 0; s < 4; ++s)
+    for (int m = 0; m < 4; ++m)
+      for (int step = 0; step < 2; ++step) {
+        const double b = recorded(s, 'B', m, step);
+        EXPECT_NEAR(t.value(Kind::BW, s, m, step), b, 1e-12) << s << " " << m;
+        EXPECT_NEAR(t.value(Kind::B, s, m, step), 0.3 * b, 1e-12) << s << " " << m;
+        EXPECT_NEAR(t.value(Kind::W, s, m, step), 0.7 * b, 1e-12) << s << " " << m;
+      }
+  // On dualpipev's own graph (2 devices, 4 stages, 4 microbatches), exactly.
+  const Hint h = make_hint("dualpipev", {2, 4, 0, -1, 0});
+  const TaskGraph& g = *h.graph;
+  ASSERT_EQ(g.spec().stages, 4);
+  check_trace_fits(t, g, "gpt-tiny");
+  CostOptions o;
+  o.durations = std::make_shared<DurationTrace>(t);
+  o.seed = 1;
+  const Durations d = draw(g, o);
+  for (int id = 0; id < g.size(); ++id) {
+    const Task& x = g.task(id);
+    EXPECT_NEAR(d.task_s[id], t.value(x.kind, x.stage, x.mb, 1), 1e-12) << g.label(id);
+  }
+  // And resampled to 8 stages, where the simulator runs it.
+  Scenario sc;
+  sc.cost.durations = o.durations;
+  const ScenarioResult r = run_scenario(make_hint("dualpipev", {4, 8, 0, -1, 0}), sc);
+  EXPECT_TRUE(r.sim.complete) << r.sim.stuck;
+  // A stage that never ran split cannot give a split pass its share.
+  Timeline fused_stage = mixed_trace(4, 4, 1);
+  auto& sl = fused_stage.slices;
+  sl.erase(std::remove_if(sl.begin(), sl.end(), [](const Slice& x) { return x.name[0] == '1' && x.name[1] != 'F'; }),
+           sl.end());
+  for (int m = 0; m < 4; ++m) sl.push_back({1, fmt::format("1B{}", m), 200.0 + m, 200.001 + m});
+  const DurationTrace f = read_duration_trace(write(fused_stage, "fused_stage.json"));
+  try {
+    check_trace_fits(f, *make_hint("zb-h1", {4, 4, 0, -1, 0}).graph);
+    ADD_FAILURE() << "a split pass of an all-fused stage was accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("passes of stage 1 and the trace recorded none (only fused backwards"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(DurationTrace, AGraphItDoesNotFitIsRefused) {
