@@ -141,3 +141,15 @@ TEST(CliSim, DurationsFromATrainingTrace) {
     EXPECT_NE(e.out.find(c.message), std::string::npos) << c.args << "\n" << e.out;
   }
 }
+
+// A dualpipev run records fused and split backwards; its trace replays in
+// bench (2 devices, its own stages) and sim (resampled to 4 devices).
+TEST(CliSim, DurationsFromADualpipevTrace) {
+  auto t = run_cli("train --hint dualpipev --stages 2 --microbatches 4 --steps 2 --quiet --trace " + tmp("dpv.json"));
+  ASSERT_EQ(t.code, 0) << t.out;
+  auto b = run_cli("bench --hint dualpipev --stages 2 --microbatches 4 --durations " + tmp("dpv.json"));
+  EXPECT_EQ(b.code, 0) << b.out;
+  auto s = run_cli("sim --hint dualpipev --stages 4 --microbatches 16 --durations " + tmp("dpv.json"));
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("makespan"), std::string::npos) << s.out;
+}
