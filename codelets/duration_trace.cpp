@@ -134,27 +134,30 @@ DurationTrace read_duration_trace(const std::string& path) {
         if (!b && !seen.count({s, static_cast<int>(Kind::BW), m}))
           throw fail(fmt::format("microbatch {} of stage {} has no backward (neither B nor I and W)", m, s));
       }
+  if (t.mixed) {
+    auto mean = [](const std::vector<double>& v) {
+      double sum = 0;
+      for (double x : v) sum += x;
+      return sum / static_cast<double>(v.size());
+    };
+    t.input_share.assign(t.stages, -1);
+    for (int s = 0; s < t.stages; ++s)
+      if (!t.pool(Kind::B, s).empty()) {
+        const double i = mean(t.pool(Kind::B, s)), w = mean(t.pool(Kind::W, s));
+        t.input_share[s] = i + w > 0 ? i / (i + w) : 0.5;  // all zero: split evenly
+      }
+  }
   return t;
 }
-
-namespace {
-
-double mean(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / static_cast<double>(v.size());
-}
-
-}  // namespace
 
 double DurationTrace::value(Kind k, int stage, int mb, int step) const {
   const std::vector<double>& own = at(k, stage, mb);
   if (!own.empty() || !mixed || k == Kind::F) return own.at(step);
   if (k == Kind::BW) return at(Kind::B, stage, mb).at(step) + at(Kind::W, stage, mb).at(step);
   // Split from fused: the stage's mean I or W share of I + W.
-  const double i = mean(pool(Kind::B, stage)), w = mean(pool(Kind::W, stage));
-  const double share = i + w > 0 ? (k == Kind::B ? i : w) / (i + w) : 0.5;
-  return at(Kind::BW, stage, mb).at(step) * share;
+  const double share = input_share.at(stage);
+  if (share < 0) throw SpecError(fmt::format("--durations {}: stage {} never ran a split backward", source, stage));
+  return at(Kind::BW, stage, mb).at(step) * (k == Kind::B ? share : 1 - share);
 }
 
 void check_trace_fits(const DurationTrace& t, const TaskGraph& g, const std::string& expect_model) {
@@ -173,9 +176,10 @@ void check_trace_fits(const DurationTrace& t, const TaskGraph& g, const std::str
     const bool derived = t.mixed && (x.kind == Kind::BW || (x.kind != Kind::F && !t.pool(Kind::B, ts).empty()));
     if (t.pool(x.kind, ts).empty() && !derived)
       throw fail(fmt::format("the graph needs {} passes of stage {} and the trace recorded none ({}): use a "
-                             "hint with the trace's backward form",
+                             "hint with {}",
                              kind_name(x.kind), ts,
-                             t.mixed ? "only fused backwards at that stage" : t.fused ? "fused backward" : "split backward"));
+                             t.mixed ? "only fused backwards at that stage" : t.fused ? "fused backward" : "split backward",
+                             t.mixed ? "a fused backward (--fused)" : "the trace's backward form"));
   }
 }
 

@@ -37,6 +37,9 @@ struct DurationTrace {
   std::vector<std::vector<double>> cell;
   // Per stage * kNumKinds + kind: every recorded duration of that pass.
   std::vector<std::vector<double>> pooled;
+  // Mixed traces, per stage: mean I / (mean I + mean W) over its split
+  // microbatches (value()); -1 where the stage never ran split.
+  std::vector<double> input_share;
 
   const std::vector<double>& at(Kind k, int stage, int mb) const {
     return cell[(static_cast<size_t>(stage) * kNumKinds + static_cast<int>(k)) * microbatches + mb];

@@ -69,6 +69,8 @@ class Sim {
     link_free_.assign(static_cast<size_t>(D) * D, 0);
     if (!(o_.update_s >= 0) || std::isinf(o_.update_s))
       throw SpecError(fmt::format("update time must be finite and >= 0 (got {:g})", o_.update_s));
+    if (o_.update_s > 0 && o_.update_group == 0)
+      throw SpecError("an update time needs update groups (SimOptions::update_group): when would it run?");
     due_.assign(D, {});
     running_updates_.assign(D, {});
     holders_.assign(g_.spec().stages, {});
@@ -233,6 +235,11 @@ class Sim {
     idle_[d] = 0;
     r_.busy[d] += len;
     busy_until_[d] = t + len;
+    double at = t;
+    for (int u : due_[d]) {
+      r_.updates.push_back({d, u, at, at + o_.update_s});
+      at += o_.update_s;
+    }
     running_updates_[d].insert(running_updates_[d].end(), due_[d].begin(), due_[d].end());
     due_[d].clear();
     push(t + len, d, Event::UpdateDone);
@@ -270,6 +277,9 @@ class Sim {
       double bytes = o_.memory.weight_bytes.empty() ? 1.0 : o_.memory.weight_bytes[s];
       double wire = std::isinf(c.bandwidth_Bps) ? 0 : bytes / c.bandwidth_Bps;
       double done = last + c.latency_s + wire;
+      // The stage's last update applies the reduced gradients: after the
+      // reduction, not beside it (run() charged its time already).
+      if (o_.update_s > 0) done += o_.update_s;
       for (int d : holders) busy_until_[d] = std::max(busy_until_[d], done);
     }
   }

@@ -58,10 +58,12 @@ struct SimOptions {
   // W/BW on a stage after the previous group's (the stage's update between
   // them), and gate_lag > 0 holds a forward of group k until its stage's
   // update of group k - gate_lag (AMDP: 2). The update is device time, not
-  // a graph task: update_s on every device holding the stage, after the
-  // group's last W/BW has sent its output and before that device's next
-  // pass (as the rrfp policies run a due update); the held tasks become
-  // ready when every holder's update has ended.
+  // a graph task: update_s on every device holding the stage (each holds a
+  // copy of its weights, as separate GPUs do), after the group's last W/BW
+  // has sent its output and before that device's next pass (as the rrfp
+  // policies run a due update); the held tasks become ready when every
+  // holder's update has ended. A stage with several holders updates last
+  // after the mirror reduction (replica_allreduce).
   int update_group = 0;
   int gate_lag = 0;
   double update_s = 0;
@@ -96,6 +98,13 @@ struct SimResult {
   std::vector<double> peak_activation_bytes, weight_bytes;  // per device
   std::vector<std::vector<int>> executed;  // per device, in execution order
   long waits = 0;                    // BoundedWait's wait decisions
+  // SimOptions::update_s > 0: each update run, one per holder of the stage
+  // (update = stage * groups + group, as UpdateHolds numbers them).
+  struct UpdateRun {
+    int device, update;
+    double start, end;
+  };
+  std::vector<UpdateRun> updates;
 };
 
 SimResult simulate(const Hint& hint, const SimOptions& opt);
