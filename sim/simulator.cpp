@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 #include <map>
+#include <queue>
 #include <set>
 
 #include <fmt/format.h>
