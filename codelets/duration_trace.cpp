@@ -125,27 +125,27 @@ DurationTrace read_duration_trace(const std::string& path) {
     }
   for (int s = 0; s < t.stages; ++s)
     if (t.pool(Kind::F, s).empty()) throw fail(fmt::format("stage {} has no forward recorded", s));
-  if (t.mixed)
-    for (int s = 0; s < t.stages; ++s)
-      for (int m = 0; m < t.microbatches; ++m) {
-        const bool b = seen.count({s, static_cast<int>(Kind::B), m}), w = seen.count({s, static_cast<int>(Kind::W), m});
-        if (b != w)
-          throw fail(fmt::format("microbatch {} of stage {} has {} but no {}", m, s, b ? "an I" : "a W", b ? "W" : "I"));
-        if (!b && !seen.count({s, static_cast<int>(Kind::BW), m}))
-          throw fail(fmt::format("microbatch {} of stage {} has no backward (neither B nor I and W)", m, s));
-      }
-  if (t.mixed) {
-    auto mean = [](const std::vector<double>& v) {
-      double sum = 0;
-      for (double x : v) sum += x;
-      return sum / static_cast<double>(v.size());
-    };
-    t.input_share.assign(t.stages, -1);
-    for (int s = 0; s < t.stages; ++s)
-      if (!t.pool(Kind::B, s).empty()) {
-        const double i = mean(t.pool(Kind::B, s)), w = mean(t.pool(Kind::W, s));
-        t.input_share[s] = i + w > 0 ? i / (i + w) : 0.5;  // all zero: split evenly
-      }
+  if (!t.mixed) return t;
+  // Each microbatch has one whole backward; each stage that ran some split
+  // gets its mean I share (value()).
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  t.input_share.assign(t.stages, -1);
+  for (int s = 0; s < t.stages; ++s) {
+    for (int m = 0; m < t.microbatches; ++m) {
+      const bool b = seen.count({s, static_cast<int>(Kind::B), m}), w = seen.count({s, static_cast<int>(Kind::W), m});
+      if (b != w)
+        throw fail(fmt::format("microbatch {} of stage {} has {} but no {}", m, s, b ? "an I" : "a W", b ? "W" : "I"));
+      if (!b && !seen.count({s, static_cast<int>(Kind::BW), m}))
+        throw fail(fmt::format("microbatch {} of stage {} has no backward (neither B nor I and W)", m, s));
+    }
+    if (!t.pool(Kind::B, s).empty()) {
+      const double i = mean(t.pool(Kind::B, s)), w = mean(t.pool(Kind::W, s));
+      t.input_share[s] = i + w > 0 ? i / (i + w) : 0.5;  // all zero: split evenly
+    }
   }
   return t;
 }
