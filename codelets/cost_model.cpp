@@ -114,6 +114,11 @@ Variability parse_variability(const std::string& spec) {
   return v;
 }
 
+void check_link_gbps(double gbps, const std::string& what) {
+  if (!(gbps == 0 || (gbps * 1e9 / 8 >= kMinLinkBandwidthBps && gbps <= 1e9)))
+    throw SpecError(fmt::format("{} {} must be 0 (infinite) or from 1e-06 (1 kbit/s) to 1e+09", what, gbps));
+}
+
 void validate(const CostOptions& o) {
   if (o.durations && o.var.type != Variability::Type::None)
     throw SpecError("--durations replays measured durations: drop --variability (or drop --durations)");

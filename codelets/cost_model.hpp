@@ -66,6 +66,10 @@ inline constexpr double kMaxTaskSeconds = 3600;
 // prediction overflows what plan files hold (docs/tuner.md). The simulator
 // itself takes any positive bandwidth (tests use abstract units).
 inline constexpr double kMinLinkBandwidthBps = 125;
+// A link's speed in Gbit/s as the command line and sweeps take it: 0
+// (infinite) or from kMinLinkBandwidthBps to 1e9 Gbit/s; throws SpecError
+// naming `what` (the flag) otherwise.
+void check_link_gbps(double gbps, const std::string& what);
 
 // Realized durations, in seconds.
 struct Durations {

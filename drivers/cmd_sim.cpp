@@ -46,7 +46,7 @@ struct SimFlags {
     if (slack < 0) throw SpecError("--inflight-slack must not be negative");
     sc.inflight_slack = slack;
     if (latency_ms < 0) throw SpecError(fmt::format("--latency-ms {} must not be negative", latency_ms));
-    check_bandwidth_gbps(bandwidth_gbps);
+    check_link_gbps(bandwidth_gbps, "--bandwidth-gbps");
     if (message_mb < 0) throw SpecError(fmt::format("--message-mb {} must not be negative", message_mb));
     if (message_mb > 0 && bandwidth_gbps == 0) throw SpecError("--message-mb needs --bandwidth-gbps > 0");
     sc.comm.latency_s = latency_ms * 1e-3;

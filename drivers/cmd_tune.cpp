@@ -50,7 +50,7 @@ void add_tune_command(CLI::App& app) {
   c->add_option("-o,--output", *out, "write the plan JSON here")->required();
   c->callback([=] {
     if (*memory_mb < 0 || *latency_ms < 0) throw SpecError("--memory-mb and --latency-ms must not be negative");
-    check_bandwidth_gbps(*bandwidth);
+    check_link_gbps(*bandwidth, "--bandwidth-gbps");
     o->memory_bytes = *memory_mb * 1048576;
     o->objective.latency_s = *latency_ms * 1e-3;
     o->objective.bandwidth_Bps = *bandwidth * 1e9 / 8;

@@ -73,11 +73,6 @@ inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = tru
   app->add_flag("--fused", f.fused, "fused backward (one BW task)")->excludes(split);
 }
 
-// --bandwidth-gbps: 0 (infinite) or a real link's speed (kMinLinkBandwidthBps).
-inline void check_bandwidth_gbps(double gbps) {
-  if (!(gbps == 0 || (gbps * 1e9 / 8 >= kMinLinkBandwidthBps && gbps <= 1e9)))
-    throw SpecError(fmt::format("--bandwidth-gbps {} must be 0 (infinite) or from 1e-06 (1 kbit/s) to 1e+09", gbps));
-}
 
 struct CostFlags {
   std::string cost = "F=1,B=1,W=1";

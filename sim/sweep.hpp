@@ -17,7 +17,7 @@ struct SweepPoint {
 };
 
 // param: sigma (lognormal sigma; variability becomes lognormal:VALUE),
-// bandwidth (Gbit/s), link-ms, link-jitter, microbatches, stages, slack.
+// bandwidth (Gbit/s, 0 infinite, as --bandwidth-gbps), link-ms, link-jitter, microbatches, stages, slack.
 // The policy compared with rrfp-fixed is sc.mode (rrfp when that is Strict).
 std::vector<SweepPoint> sweep(const std::string& hint, HintParams p, Scenario sc, const std::string& param,
                               const std::vector<double>& values, int seeds);

@@ -68,11 +68,14 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
   expect_refused("sim sweep --hint zb-h1 --param link-jitter --values 0,0.5", "--param link-jitter needs --link-ms");
   expect_refused("sim sweep --hint zb-h1 --values 0.1,,0.2", "has an empty item");
   expect_refused("sim --cost F=0,B=0,W=0", "every pass costs 0");
-  // A swept bandwidth with a message size needs no --bandwidth-gbps of its own.
-  EXPECT_EQ(run_cli("sim sweep --hint 1f1b --stages 2 --microbatches 4 --param bandwidth --values 1,10 --message-mb 1 "
+  // A swept bandwidth with a message size needs no --bandwidth-gbps of its
+  // own, and takes the flag's range: 0 is infinite, 1e-30 is refused.
+  EXPECT_EQ(run_cli("sim sweep --hint 1f1b --stages 2 --microbatches 4 --param bandwidth --values 0,1,10 --message-mb 1 "
                     "--seeds 1")
                 .code,
             0);
+  expect_refused("sim sweep --hint 1f1b --stages 2 --param bandwidth --values 1e-30 --message-mb 1",
+                 "--param bandwidth value 1e-30 must be 0 (infinite) or from 1e-06");
 }
 
 TEST(CliInputs, ADivergedLossStopsTheRunWithoutACheckpoint) {
