@@ -12,11 +12,11 @@
 #   2. step time, simulated at the same P, M and policy (synthetic costs,
 #      F = 1 ms, BW = 2 ms, lognormal(0.3), mean over SEEDS cost seeds):
 #      1F1B, ZB-H1 and Chimera flushed every step (no update charged), PACI
-#      and AMDP with the training's window (5 steps, as --eval-every 5 cuts
-#      them) and a 0.2 ms update.
+#      and AMDP with the training's window (WINDOW steps, 5 by default;
+#      evaluation does not drain) and a 0.2 ms update.
 #   3. time to target = measured steps x simulated step time; tokens = steps
 #      x the tokens of a step (the same for every schedule).
-# Usage: [POLICIES="rrfp-fixed rrfp-wait"] [SEEDS=5] perf/async_depth.sh [build dir]
+# Usage: [POLICIES="rrfp-fixed rrfp-wait"] [SEEDS=5] [WINDOW=5] perf/async_depth.sh [build dir]
 #        [target] [steps] [stage counts] [M]
 set -euo pipefail
 BUILD=${1:-build}
@@ -26,13 +26,14 @@ DEPTHS=${4:-2,4,8,16}
 M=${5:-4}
 read -r -a POLS <<<"${POLICIES:-rrfp-fixed rrfp-wait}"
 SEEDS=${SEEDS:-5}
+W=${WINDOW:-5}
 R=$BUILD/rrfp
 [ -x "$R" ] || { echo "error: $R not found (cmake --build $BUILD)" >&2; exit 2; }
 export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
-echo "target: validation loss <= $TARGET within $STEPS steps, M = $M a step, --lr 1e-3, policies: ${POLS[*]}, $SEEDS simulated seeds"
+echo "target: validation loss <= $TARGET within $STEPS steps, M = $M a step, --lr 1e-3, policies: ${POLS[*]}, --window $W, $SEEDS simulated seeds"
 IFS=, read -r -a PS <<<"$DEPTHS"
 V=(--variability lognormal:0.3)
 for P in "${PS[@]}"; do
@@ -48,13 +49,13 @@ for P in "${PS[@]}"; do
         paci) a=(--async paci) ;;
         amdp-*) a=(--async amdp --directions "${m#amdp-}") ;;
       esac
-      STARPU_SCHED=$pol "$R" "${T[@]}" "${a[@]}" --accumulate "$M" --window 5 --json "$OUT/train.$P.$pol.$m.json"
+      STARPU_SCHED=$pol "$R" "${T[@]}" "${a[@]}" --accumulate "$M" --window "$W" --json "$OUT/train.$P.$pol.$m.json"
       case $m in
         paci) s=(--method paci) ;;
         amdp-*) s=(--method amdp --directions "${m#amdp-}") ;;
       esac
       for ((seed = 1; seed <= SEEDS; ++seed)); do
-        "$R" sim async --stages "$P" --accumulate "$M" --window 5 --update-ms 0.2 "${V[@]}" "${s[@]}" --policy "$pol" \
+        "$R" sim async --stages "$P" --accumulate "$M" --window "$W" --update-ms 0.2 "${V[@]}" "${s[@]}" --policy "$pol" \
           --seed "$seed" --json "$OUT/sim.$P.$pol.$m.$seed.json" >/dev/null
       done
     done

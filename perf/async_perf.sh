@@ -6,15 +6,16 @@
 # rrfp-fixed and rrfp-wait (the rrfp default), on gpt-tiny,
 # 2 stages on the 2 cores, M = 4 microbatches a step. The runs are
 # interleaved: each round trains every configuration once, in a rotated
-# order. Every run evaluates held-out data every EVAL steps (--eval-every;
-# the asynchronous windows end there, --window EVAL). Reported per configuration
+# order. Every run evaluates held-out data every EVAL steps (--eval-every),
+# the asynchronous ones without a drain, in windows of WINDOW steps (EVAL
+# by default, as before evaluation stopped draining). Reported per configuration
 # (medians over rounds): tokens/s, the training seconds and tokens at which
 # the validation loss first reached the target, and the final validation loss.
 # With RANKS=2 every run is `mpirun -np 2` (one stage a rank, docs/async.md
 # "AMDP under mpirun"; Chimera's and AMDP's mirror copies then span ranks).
 # ONLY=chimera,amdp,... keeps those schedules' rows (the summary lines then
 # compare with the fastest synchronous schedule among them).
-# Usage: [RANKS=2] [ONLY=...] perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
+# Usage: [RANKS=2] [ONLY=...] [WINDOW=W] perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-3}
@@ -22,6 +23,7 @@ STEPS=${3:-120}
 TARGET=${4:-2.4}
 LR=${5:-1e-3}
 EVAL=${6:-5}
+W=${WINDOW:-$EVAL}
 R=$BUILD/rrfp
 [ -x "$R" ] || { echo "error: $R not found (cmake --build $BUILD)" >&2; exit 2; }
 export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
@@ -39,20 +41,20 @@ launch() {  # POLICY ARGS...: one process, or RANKS ranks of one stage each
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
-echo "ranks: $RANKS, gpt-tiny, --stages 2, M = 4, --steps $STEPS, --lr $LR, --eval-every $EVAL, target: validation loss <= $TARGET, $ROUNDS rounds"
+echo "ranks: $RANKS, gpt-tiny, --stages 2, M = 4, --steps $STEPS, --lr $LR, --eval-every $EVAL, --window $W, target: validation loss <= $TARGET, $ROUNDS rounds"
 CONFIGS=(
   "1f1b:rrfp-fixed:--hint 1f1b --fused --microbatches 4"
   "1f1b:rrfp-wait:--hint 1f1b --fused --microbatches 4"
   "zb-h1:rrfp-fixed:--hint zb-h1 --microbatches 4"
   "zb-h1:rrfp-wait:--hint zb-h1 --microbatches 4"
-  "paci:rrfp-fixed:--async paci --accumulate 4 --window $EVAL"
-  "paci:rrfp-wait:--async paci --accumulate 4 --window $EVAL"
+  "paci:rrfp-fixed:--async paci --accumulate 4 --window $W"
+  "paci:rrfp-wait:--async paci --accumulate 4 --window $W"
   "chimera:rrfp-fixed:--hint chimera --microbatches 4"
   "chimera:rrfp-wait:--hint chimera --microbatches 4"
-  "amdp:rrfp-fixed:--async amdp --accumulate 4 --window $EVAL"
-  "amdp:rrfp-wait:--async amdp --accumulate 4 --window $EVAL"
-  "amdp-det:rrfp-fixed:--async amdp --accumulate 4 --window $EVAL --deterministic"
-  "amdp-det:rrfp-wait:--async amdp --accumulate 4 --window $EVAL --deterministic"
+  "amdp:rrfp-fixed:--async amdp --accumulate 4 --window $W"
+  "amdp:rrfp-wait:--async amdp --accumulate 4 --window $W"
+  "amdp-det:rrfp-fixed:--async amdp --accumulate 4 --window $W --deterministic"
+  "amdp-det:rrfp-wait:--async amdp --accumulate 4 --window $W --deterministic"
 )
 if [ -n "${ONLY:-}" ]; then  # ONLY=chimera,amdp: those schedules' rows alone
   kept=()

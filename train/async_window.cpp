@@ -126,6 +126,11 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   OlderWeights older(P_);
   std::vector<int> seen_f(static_cast<size_t>(P_) * MW, 0), seen_b(seen_f.size(), 0);
   std::vector<double> t_s(g.size(), 0);
+  // Evaluation without a drain: an update of a step to evaluate copies the
+  // stage's weights it leaves (each (k, s) its own slot: no lock).
+  kept_.assign(K, std::vector<std::vector<torch::Tensor>>(P_));
+  std::vector<char> keep(K, 0);
+  for (int k = 0; k < K; ++k) keep[k] = hooks.keep_weights && hooks.keep_weights(first_step + k);
   eo.epilogue_group = M_;
   eo.gate_lag = o_.async_mode == "amdp" ? 2 : 0;
   // PACI: stage s admits a forward while fewer than P - s (+ slack) of its
@@ -172,6 +177,10 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       pipe.next_group(s);
       const int v = version[s].fetch_add(1) + 1;
       if (xr && epilogue_io()->version) AmdpRanks::pack_weights(pipe, s, v, epilogue_io()->version);
+      if (keep[k]) {
+        torch::NoGradGuard no_grad;
+        for (const auto& w : stage_weight_data(pipe, s)) kept_[k][s].push_back(w.clone());
+      }
       if (shared_weights) wait_for_current_stream(gpu);  // updated before the lock lets another stream in
     }
     if (hooks.slice && !distributed) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());

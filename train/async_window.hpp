@@ -52,6 +52,9 @@ class AsyncWindows {
     std::function<void(int device, const std::string& name, std::chrono::steady_clock::time_point start,
                        std::chrono::steady_clock::time_point end)>
         slice;
+    // Steps whose weights to keep: each stage's, as its update of that
+    // step leaves them, for evaluation that does not drain (kept_weights()).
+    std::function<bool(int step)> keep_weights;
   };
   AsyncWindows(const TrainOptions& o, const Model& model, int stages, std::vector<std::int64_t> msg_shape);
 
@@ -62,6 +65,10 @@ class AsyncWindows {
                               const std::vector<double>& tokens, ExecOptions base, const Update& update,
                               const Hooks& hooks = {});
   const std::string& policy() const { return policy_; }  // as the executor reported it
+  // After run(): [k][s] is stage s's weights after its update of step
+  // first_step + k when Hooks::keep_weights asked for that step (empty
+  // otherwise, and for a stage updated on another rank).
+  std::vector<std::vector<std::vector<torch::Tensor>>> take_kept_weights() { return std::move(kept_); }
 
   // Under mpirun: every rank runs each window with `e` (mpi_executor), each
   // its own stages' passes and updates. The `slice` hook then reports every
@@ -90,6 +97,7 @@ class AsyncWindows {
   std::vector<std::int64_t> msg_shape_;
   std::map<int, Shape> shapes_;  // per window length
   std::string policy_;
+  std::vector<std::vector<std::vector<torch::Tensor>>> kept_;  // Hooks::keep_weights
   Executor exec_;  // set under mpirun; else execute()
   int rank_ = 0, devices_per_rank_ = 1;
 };

@@ -288,8 +288,26 @@ void Trainer::Impl::mirror_update(int step) {
 
 bool Trainer::Impl::checkpoint_due(int step) const {
   if (o.checkpoint_dir.empty()) return false;
-  return (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps ||
-         (res.target.reached && res.target.step == step);
+  // --async evaluates without a drain: a run that reached its target goes
+  // on to its window's end, where the weights are a step's own.
+  const bool stops_here = res.target.reached && (async ? async_done.empty() : res.target.step == step);
+  return (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps || stops_here;
+}
+
+bool Trainer::Impl::eval_due(int step) const {
+  // Every K steps and after the last one, as Megatron does: a run's final
+  // weights always have a validation loss.
+  return o.eval_every > 0 && (step % o.eval_every == 0 || step == o.steps);
+}
+
+double Trainer::Impl::validation_loss() {
+  if (!mpi) return eval_loss(model(), data->validation());
+  // Rank 0 evaluates the whole model; every rank gets the loss, so all stop alike.
+  share_stage_state(false);
+  double loss = -1;
+  if (mpi_rank == 0) loss = eval_loss(model(), data->validation());
+  mpi_broadcast(&loss, sizeof loss, 0);
+  return loss;
 }
 
 void Trainer::Impl::account(StepRecord& rec) {
@@ -300,16 +318,8 @@ void Trainer::Impl::account(StepRecord& rec) {
                                 "of this step was written", rec.step, rec.loss));
   seconds_total += rec.step_s;
   tokens_total += rec.tokens;
-  // Every K steps and after the last one, as Megatron does: a run's final
-  // weights always have a validation loss.
-  if (o.eval_every <= 0 || (rec.step % o.eval_every != 0 && rec.step != o.steps)) return;
-  if (mpi) {  // rank 0 evaluates the whole model; every rank gets the loss, so all stop alike
-    share_stage_state(false);
-    if (mpi_rank == 0) rec.val_loss = eval_loss(model(), data->validation());
-    mpi_broadcast(&rec.val_loss, sizeof rec.val_loss, 0);
-  } else {
-    rec.val_loss = eval_loss(model(), data->validation());
-  }
+  if (!eval_due(rec.step)) return;
+  if (!async) rec.val_loss = validation_loss();  // --async: from the weights its window kept (async_step)
   if (o.target_loss > 0 && !res.target.reached && rec.val_loss <= o.target_loss)
     res.target = {o.target_loss, true, rec.step, seconds_total, tokens_total};
 }
@@ -358,7 +368,10 @@ TrainResult Trainer::Impl::finish() {
 
 Trainer::Trainer(const TrainOptions& o) : impl_(std::make_unique<Impl>(o)) {}
 Trainer::~Trainer() = default;
-bool Trainer::done() const { return impl_->next > impl_->o.steps || impl_->res.target.reached; }
+bool Trainer::done() const {
+  // --async: a window's steps all ran; a target reached inside it still reports them.
+  return impl_->next > impl_->o.steps || (impl_->res.target.reached && impl_->async_done.empty());
+}
 int Trainer::next_step() const { return impl_->next; }
 StepRecord Trainer::step() {
   if (done()) throw SpecError(fmt::format("the run already trained its {} steps", impl_->o.steps));

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
+#include <stdexcept>
 
 #include "mpi/mpi_session.hpp"
 #include "train/trainer_impl.hpp"
+#include "train/weight_versions.hpp"
 
 namespace rrfp::train {
 
@@ -27,12 +30,27 @@ void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
   }
 }
 
+void Trainer::Impl::evaluate_kept(const std::vector<std::vector<std::vector<torch::Tensor>>>& kept,
+                                  std::vector<StepRecord>& recs) {
+  for (size_t k = 0; k < kept.size(); ++k) {
+    if (!eval_due(recs[k].step)) continue;
+    // Each stage's weights of that step, where this rank updated it; under
+    // mpirun validation_loss() shares them from the stages' owners.
+    std::vector<std::unique_ptr<WeightSwap>> swaps;
+    for (int s = 0; s < P; ++s) {
+      if (!kept[k][s].empty()) swaps.push_back(std::make_unique<WeightSwap>(pipe(), s, kept[k][s]));
+      else if (!mpi || hint.spec().device_of(s, 0) / o.devices_per_rank == mpi_rank)  // as share_stage_state's owner
+        throw std::logic_error(fmt::format("step {}: stage {} kept no weights to evaluate", recs[k].step, s));
+    }
+    recs[k].val_loss = validation_loss();
+  }
+}
+
 StepRecord Trainer::Impl::async_step() {
   if (async_done.empty()) {
     int K = std::min(o.async_window, o.steps - next + 1);
     if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0)
       K = std::min(K, o.checkpoint_every - (next - 1) % o.checkpoint_every);
-    if (o.eval_every > 0) K = std::min(K, o.eval_every - (next - 1) % o.eval_every);  // evaluate drained weights
     std::vector<std::vector<Microbatch>> batches;
     std::vector<double> toks;
     for (int k = 0; k < K; ++k) {
@@ -52,10 +70,12 @@ StepRecord Trainer::Impl::async_step() {
         std::lock_guard<std::mutex> lk(trace_mu);
         trace.slices.push_back({d, name, secs(t0 - t_run), secs(t1 - t_run)});
       };
+    if (o.eval_every > 0) hooks.keep_weights = [this](int step) { return eval_due(step); };
     auto recs = async->run(
         next, std::move(batches), toks, eo,
         [this](int s, int step, const std::vector<torch::Tensor>& gr) { optimizer_step(0, s, step, gr); }, hooks);
     res.policy = async->policy();
+    evaluate_kept(async->take_kept_weights(), recs);
     // AMDP: copies away from a stage's home missed its last updates; the
     // homes' weights, for the next window, evaluation and checkpoints.
     if (mpi && o.async_mode == "amdp") share_stage_state(false);

@@ -133,8 +133,13 @@ struct Trainer::Impl {
   // Every --checkpoint-every steps, and at the run's last step (the target's too).
   bool checkpoint_due(int step) const;
 
-  // Totals, and the validation loss when one is due (not part of the step's time).
+  // Totals, and the validation loss when one is due (not part of the step's
+  // time; --async: async_step evaluated the weights its window kept).
   void account(StepRecord& rec);
+  bool eval_due(int step) const;
+  // The validation loss of the model's weights as they are now (under
+  // mpirun every stage's owner shares them first; every rank gets it).
+  double validation_loss();
 
   // Under mpirun a window's records hold this rank's stages' drift and
   // peaks (zero elsewhere) and, on the last stage's rank, the losses.
@@ -142,8 +147,12 @@ struct Trainer::Impl {
 
   // --async: the steps up to the window's end (--window steps at most,
   // and never past a checkpoint) as one graph; their records are returned
-  // one at a time.
+  // one at a time. Evaluation does not drain: the steps due keep each
+  // stage's weights as its update leaves them, evaluated after the window.
   StepRecord async_step();
+  // The validation loss of each step due in `recs`, from the weights its
+  // window kept (AsyncWindows::take_kept_weights).
+  void evaluate_kept(const std::vector<std::vector<std::vector<torch::Tensor>>>& kept, std::vector<StepRecord>& recs);
 
   StepRecord step();
 
