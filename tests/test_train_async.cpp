@@ -54,7 +54,7 @@ TEST(TrainAsync, DriftStaysWithinPaciBoundAndReachesIt) {
     for (int P : {2, 3}) {
       TrainOptions o = paci(P, 4);
       o.policy = pol;
-      o.deterministic = o.policy == "rrfp-fixed";  // refused under the others
+      o.deterministic = o.policy == "rrfp-fixed";  // the freshest weights elsewhere
       const TrainResult r = train(o);
       ASSERT_EQ(r.steps.size(), 4u);
       int most = 0;
@@ -161,9 +161,22 @@ TEST(TrainAsync, BadOptionsAreRefusedByName) {
   o = paci(2, 2);
   o.async_window = 0;
   refused(o, "--window must be at least 1");
-  o = paci(2, 2);
-  o.policy = "rrfp-wait";  // a forward before or after its stage's update: timing
-  refused(o, "--async paci --deterministic repeats its losses only under");
+}
+
+// --deterministic pins each forward to its version in 1F1B's order, so the
+// losses repeat bit for bit under every policy (docs/async.md, "Reproducible
+// PACI"); without the pins, rrfp ran 3 loss paths in 8 runs.
+TEST(TrainAsync, PinnedVersionsRepeatUnderEveryPolicy) {
+  TrainOptions o = paci(4, 3);
+  o.microbatches = 2;
+  const auto fixed = losses(train(o));
+  for (const char* pol : {"rrfp", "rrfp-wait", "eager", "lws", "rrfp", "rrfp-wait"}) {
+    o.policy = pol;
+    const TrainResult r = train(o);
+    EXPECT_EQ(losses(r), fixed) << pol;
+    for (const auto& st : r.steps)
+      for (int s = 0; s < 4; ++s) EXPECT_LE(st.drift_max[s], st.drift_bound[s]) << pol << " stage " << s;
+  }
 }
 
 }  // namespace rrfp::train

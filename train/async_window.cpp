@@ -11,7 +11,6 @@
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
 #include "runtime/executor.hpp"
-#include "sched/policy_registry.hpp"
 #include "train/cuda_stream.hpp"
 #include "train/mirror_reduce.hpp"
 #include "train/trainer_io.hpp"
@@ -41,18 +40,6 @@ void check_async_options(const TrainOptions& o) {
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
-  // Whether a forward of PACI's runs before or after its stage's update is
-  // timing unless the policy keeps the hint's order: only then do the
-  // losses repeat (docs/async.md, "PACI with --deterministic").
-  if (!amdp && o.deterministic && o.async_window > 1) {  // a one-step window drains before any update
-    const PolicyChoice pc = resolve_policy(o.policy);
-    if (pc.kind != PolicyChoice::Kind::RrfpFixed && pc.kind != PolicyChoice::Kind::StaticOrder)
-      throw SpecError(fmt::format("--async paci --deterministic repeats its losses only under a policy that keeps "
-                                  "1F1B's order (STARPU_SCHED=rrfp-fixed), not '{}': which of a stage's forwards run "
-                                  "before its update depends on timing otherwise; drop --deterministic or set "
-                                  "STARPU_SCHED=rrfp-fixed (--async amdp pins its versions under every policy)",
-                                  pc.name));
-  }
   if (amdp) {
     amdp_placement(o.stages, o.directions);  // names a P it cannot place
     if (o.microbatches % o.directions != 0)
@@ -124,6 +111,18 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // (docs/async.md, "Reproducible AMDP"); `older` keeps what that needs.
   const bool fixed_versions = o_.async_mode == "amdp" && o_.deterministic;
   OlderWeights older(P_);
+  // PACI with --deterministic: forward m of stage s runs on the version it
+  // has in 1F1B's order, where it comes after the backward of m - W (W its
+  // window) and so after the updates of the groups that end before it:
+  // version floor((m - W + 1) / M) (docs/async.md, "Reproducible PACI").
+  const bool pinned_paci = o_.async_mode == "paci" && o_.deterministic;
+  std::optional<PinnedVersions> pinned;
+  if (pinned_paci) {
+    std::vector<std::vector<int>> v(P_, std::vector<int>(MW, 0));
+    for (int s = 0; s < P_; ++s)
+      for (int m = 0; m < MW; ++m) v[s][m] = std::max(0, m - (P_ - s + o_.inflight_slack) + 1) / M_;
+    pinned.emplace(std::move(v));
+  }
   std::vector<int> seen_f(static_cast<size_t>(P_) * MW, 0), seen_b(seen_f.size(), 0);
   std::vector<double> t_s(g.size(), 0);
   // Evaluation without a drain: an update of a step to evaluate copies the
@@ -171,6 +170,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       WorkerStream on_gpu(gpu, worker_cuda_stream());
       std::unique_lock<std::shared_mutex> lk(weights_mu[s]);
       if (fixed_versions) older.keep(pipe, s, version[s].load());
+      if (pinned) pinned->before_update(pipe, s, version[s].load());
       std::vector<torch::Tensor> grads = pipe.stage_grads(s);
       if (xr) xr->add_remote_sums(s, k, grads);
       update(s, first_step + k, grads);
@@ -200,13 +200,18 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     if (away && io.version) take_weights(t.stage, io.version);
     std::shared_lock<std::shared_mutex> lk(weights_mu[t.stage]);
     int ran_with = version[t.stage].load();
-    const int want = fixed_versions && t.kind == Kind::F ? std::max(0, t.mb / M_ - 1) : ran_with;
+    int want = ran_with;
+    if (fixed_versions && t.kind == Kind::F) want = std::max(0, t.mb / M_ - 1);
+    if (pinned && t.kind == Kind::F) want = pinned->of_forward(t.stage, t.mb);
+    if (want > ran_with)  // the window's data flow rules it out
+      throw std::logic_error(fmt::format("forward {} of stage {} started at version {}, before its pinned {}", t.mb,
+                                         t.stage, ran_with, want));
     std::unique_lock<std::shared_mutex> alone;  // the stage's weights swapped for this pass
     std::optional<WeightSwap> swap;
     if (ran_with != want) {  // the update of group k-1 landed (versions only grow): run on the older copy
       lk.unlock();
       alone = std::unique_lock<std::shared_mutex>(weights_mu[t.stage]);
-      swap.emplace(pipe, t.stage, older.of(pipe, t.stage, want, io.version));
+      swap.emplace(pipe, t.stage, pinned ? pinned->copy_of(t.stage, want) : older.of(pipe, t.stage, want, io.version));
       ran_with = want;
     }
     (t.kind == Kind::F ? seen_f : seen_b)[at] = ran_with;
@@ -214,6 +219,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     pipe.run(t.kind, t.stage, t.mb, io.in, io.out);
     const auto t1 = Clock::now();
     swap.reset();
+    if (pinned && t.kind == Kind::F) pinned->ran(t.stage, t.mb);  // under the stage's lock still
     if (shared_weights) wait_for_current_stream(io.cuda_device);  // done with the weights before an update may start
     if (alone) alone.unlock();
     else lk.unlock();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "train/amdp_ranks.hpp"
 
@@ -30,6 +31,36 @@ std::vector<torch::Tensor> OlderWeights::of(const Pipeline& pipe, int s, int ver
   if (gate && AmdpRanks::packed_version(gate) == version) return AmdpRanks::packed_weights(pipe, s, gate);
   throw std::logic_error(fmt::format("stage {} holds no copy of its weights of version {} (kept: {}, gate: {})", s,
                                      version, versions_[s], gate ? AmdpRanks::packed_version(gate) : -1));
+}
+
+PinnedVersions::PinnedVersions(std::vector<std::vector<int>> pinned)
+    : pinned_(std::move(pinned)), waiting_(pinned_.size()), copies_(pinned_.size()) {
+  for (size_t s = 0; s < pinned_.size(); ++s)
+    for (int v : pinned_[s]) ++waiting_[s][v];
+}
+
+void PinnedVersions::before_update(const Pipeline& pipe, int s, int version) {
+  std::lock_guard<std::mutex> lk(mu_);
+  const auto w = waiting_.at(s).find(version);
+  if (w == waiting_[s].end() || w->second == 0) return;  // as in 1F1B: its forwards all ran first
+  torch::NoGradGuard no_grad;
+  auto& c = copies_[s][version];
+  for (const auto& t : stage_weight_data(pipe, s)) c.push_back(t.clone());
+  ++made_;
+}
+
+std::vector<torch::Tensor> PinnedVersions::copy_of(int s, int version) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  const auto c = copies_.at(s).find(version);
+  if (c == copies_[s].end())
+    throw std::logic_error(fmt::format("stage {} kept no copy of its weights of version {} for a pinned forward", s, version));
+  return c->second;
+}
+
+void PinnedVersions::ran(int s, int m) {
+  std::lock_guard<std::mutex> lk(mu_);
+  const int v = pinned_.at(s).at(m);
+  if (--waiting_[s][v] == 0) copies_[s].erase(v);
 }
 
 WeightSwap::WeightSwap(Pipeline& pipe, int s, const std::vector<torch::Tensor>& older) : params_(stage_weight_data(pipe, s)) {

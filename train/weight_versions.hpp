@@ -9,6 +9,8 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "train/pipeline.hpp"
@@ -32,6 +34,34 @@ class OlderWeights {
  private:
   std::vector<std::vector<torch::Tensor>> copies_;
   std::vector<int> versions_;
+};
+
+// PACI with --deterministic (docs/async.md, "Reproducible PACI"): each
+// forward runs on the version 1F1B's order gives it, whenever it runs.
+// Its window (data flow) never lets a forward start before that version's
+// update, but it may start after later ones: then it needs a copy of an
+// older version. A copy is kept only while a forward pinned to it has
+// not run. Thread-safe.
+class PinnedVersions {
+ public:
+  // pinned[s][m]: the version of stage s that forward m runs on.
+  explicit PinnedVersions(std::vector<std::vector<int>> pinned);
+  int of_forward(int s, int m) const { return pinned_.at(s).at(m); }
+  // Before stage s moves on from `version`: a copy, if a forward pinned to
+  // it has not run yet.
+  void before_update(const Pipeline& pipe, int s, int version);
+  // The kept copy of stage s's `version`; throws std::logic_error if none.
+  std::vector<torch::Tensor> copy_of(int s, int version) const;
+  // Forward m of stage s ran: its version's copy goes once none waits for it.
+  void ran(int s, int m);
+  int copies_made() const { return made_; }  // for the tests: did a forward run late?
+
+ private:
+  std::vector<std::vector<int>> pinned_;
+  std::vector<std::map<int, int>> waiting_;  // [s][version]: forwards pinned to it not yet run
+  std::vector<std::map<int, std::vector<torch::Tensor>>> copies_;
+  mutable std::mutex mu_;
+  int made_ = 0;
 };
 
 // Runs one pass with other weights: puts `older` into stage s's
