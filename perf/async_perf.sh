@@ -15,7 +15,8 @@
 # "AMDP under mpirun"; Chimera's and AMDP's mirror copies then span ranks).
 # ONLY=chimera,amdp,... keeps those schedules' rows (the summary lines then
 # compare with the fastest synchronous schedule among them).
-# Usage: [RANKS=2] [ONLY=...] [WINDOW=W] perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
+# LONG_WINDOW=L adds PACI in windows of L steps (rows paci-wL).
+# Usage: [RANKS=2] [ONLY=...] [WINDOW=W] [LONG_WINDOW=L] perf/async_perf.sh [build dir] [rounds] [steps] [target] [lr] [eval]
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-3}
@@ -56,6 +57,10 @@ CONFIGS=(
   "amdp-det:rrfp-fixed:--async amdp --accumulate 4 --window $W --deterministic"
   "amdp-det:rrfp-wait:--async amdp --accumulate 4 --window $W --deterministic"
 )
+if [ -n "${LONG_WINDOW:-}" ]; then  # PACI in longer windows too, side by side (evaluation does not drain)
+  CONFIGS+=("paci-w$LONG_WINDOW:rrfp-fixed:--async paci --accumulate 4 --window $LONG_WINDOW"
+            "paci-w$LONG_WINDOW:rrfp-wait:--async paci --accumulate 4 --window $LONG_WINDOW")
+fi
 if [ -n "${ONLY:-}" ]; then  # ONLY=chimera,amdp: those schedules' rows alone
   kept=()
   for c in "${CONFIGS[@]}"; do [[ ",$ONLY," == *",${c%%:*},"* ]] && kept+=("$c"); done
@@ -108,7 +113,7 @@ for (name, pol), v in sorted(rows.items()):
     res[(name, pol)] = (t, fin)
     print(f"{name:8} {pol:10} {tps:8.0f} {t:11.2f} {k:9.0f} {stp:5.0f} {fin:10.4f} {max(x[3] for x in v):5d} "
           f"{max(x[4] for x in v) / 2**20:12.2f}")
-asyncs = ("paci", "amdp", "amdp-det")
+asyncs = sorted({k[0] for k in res if k[0].startswith(("paci", "amdp"))})
 sync = [res[k][0] for k in res if k[0] not in asyncs]
 fastest = min(sync) if sync else float("nan")
 refk = ("1f1b", "rrfp-fixed") if ("1f1b", "rrfp-fixed") in res else min((k for k in res if k[0] not in asyncs), default=None)

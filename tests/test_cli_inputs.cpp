@@ -63,7 +63,6 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
   expect_refused("profile --d-model 16 --heads 2 --seq-len 8 --layers 2 --devices 5 -o " + ::testing::TempDir() +
                      "p.json",
                  "--devices 5 is more than the model's 4 layers");
-  expect_refused(kTrain + "--steps 1 --async paci --deterministic", "only under a policy that keeps");
   expect_refused("sim sweep --hint zb-h1 --param bandwidth --values 0.01,1", "--param bandwidth needs --message-mb");
   expect_refused("sim sweep --hint zb-h1 --param link-jitter --values 0,0.5", "--param link-jitter needs --link-ms");
   expect_refused("sim sweep --hint zb-h1 --values 0.1,,0.2", "has an empty item");

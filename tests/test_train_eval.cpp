@@ -121,9 +121,9 @@ TEST(TrainEval, AsyncEvaluationKeepsTheStepsWeightsAndDoesNotDrain) {
   for (const char* mode : {"paci", "amdp"}) {
     TrainOptions o = small();
     o.async_mode = mode;
-    o.steps = 8;
+    o.steps = 16;  // two windows: the second starts from the weights the first ended with, evaluated or not
     o.async_window = 8;
-    o.eval_every = 8;  // the last step only (0 would not hold the validation split out of training)
+    o.eval_every = 16;  // the last step only (0 would not hold the validation split out of training)
     const TrainResult plain = train(o);
     o.eval_every = 2;
     const TrainResult evaluated = train(o);
@@ -133,6 +133,7 @@ TEST(TrainEval, AsyncEvaluationKeepsTheStepsWeightsAndDoesNotDrain) {
     // Step 4's weights, kept mid-window, are those a 4-step run ends with:
     // the forwards of steps 5-8 it interleaves change no weights.
     o.eval_every = 4;
+    o.steps = 8;
     const TrainResult mid = train(o);
     o.steps = 4;
     const TrainResult ends = train(o);

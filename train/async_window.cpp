@@ -111,10 +111,11 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // (docs/async.md, "Reproducible AMDP"); `older` keeps what that needs.
   const bool fixed_versions = o_.async_mode == "amdp" && o_.deterministic;
   OlderWeights older(P_);
-  // PACI with --deterministic: forward m of stage s runs on the version it
-  // has in 1F1B's order, where it comes after the backward of m - W (W its
-  // window) and so after the updates of the groups that end before it:
-  // version floor((m - W + 1) / M) (docs/async.md, "Reproducible PACI").
+  // PACI with --deterministic: forward m of stage s runs on the oldest
+  // version its window W lets it start on, floor((m - W + 1) / M): it
+  // waits for the backward of m - W and so for the updates of the groups
+  // that end before it. At slack 0 that is its version in 1F1B's order
+  // (docs/async.md, "Reproducible PACI").
   const bool pinned_paci = o_.async_mode == "paci" && o_.deterministic;
   std::optional<PinnedVersions> pinned;
   if (pinned_paci) {
@@ -124,6 +125,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
     pinned.emplace(std::move(v));
   }
   std::vector<int> seen_f(static_cast<size_t>(P_) * MW, 0), seen_b(seen_f.size(), 0);
+  std::vector<char> late(seen_f.size(), 0);  // a forward ran on an older copy
   std::vector<double> t_s(g.size(), 0);
   // Evaluation without a drain: an update of a step to evaluate copies the
   // stage's weights it leaves (each (k, s) its own slot: no lock).
@@ -213,6 +215,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       alone = std::unique_lock<std::shared_mutex>(weights_mu[t.stage]);
       swap.emplace(pipe, t.stage, pinned ? pinned->copy_of(t.stage, want) : older.of(pipe, t.stage, want, io.version));
       ran_with = want;
+      late[at] = 1;
     }
     (t.kind == Kind::F ? seen_f : seen_b)[at] = ran_with;
     const auto t0 = Clock::now();
@@ -273,6 +276,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       rec.drift_max.push_back(mx);
       rec.drift_mean.push_back(sum / M_);
       rec.drift_bound.push_back(async_drift_bound(o_, P_, s));
+      for (int m = k * M_; m < (k + 1) * M_; ++m) rec.late_forwards += late[static_cast<size_t>(s) * MW + m];
       const int e = k * P_ + s;
       for (int d = 0; d < r.devices && e < static_cast<int>(r.epilogue_worker.size()); ++d)
         if (r.epilogue_worker[e] >= 0 && r.epilogue_worker[e] == r.device_worker[d]) rec.optimizer_device[s] = d;

@@ -110,6 +110,10 @@ struct StepRecord {
   // microbatches, and the method's bound (docs/async.md). Empty when synchronous.
   std::vector<int> drift_max, drift_bound;
   std::vector<double> drift_mean;
+  // --async --deterministic: this step's forwards that started after an
+  // update later than their pinned version and so ran on an older copy of
+  // their stage's weights (docs/async.md, "Reproducible PACI").
+  int late_forwards = 0;
   double tokens = 0;     // trained this step
   double val_loss = -1;  // --eval-every: the validation loss after this step; < 0: not evaluated
 };

@@ -20,6 +20,7 @@ void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
   for (StepRecord& r : recs) {  // the losses are merged already (AsyncWindows::run)
     std::vector<double> mx(r.drift_max.begin(), r.drift_max.end()), sum(r.drift_mean);
     for (auto x : r.peak_activation_per_stage) sum.push_back(static_cast<double>(x));
+    sum.push_back(r.late_forwards);
     mpi_max_in_place(mx.data(), static_cast<int>(mx.size()));
     mpi_sum_in_place(sum.data(), static_cast<int>(sum.size()));
     for (int s = 0; s < P; ++s) {
@@ -27,23 +28,28 @@ void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
       r.drift_mean[s] = sum[s];
       r.peak_activation_per_stage[s] = static_cast<std::int64_t>(sum[P + s]);
     }
+    r.late_forwards = static_cast<int>(sum[2 * P]);
   }
 }
 
-void Trainer::Impl::evaluate_kept(const std::vector<std::vector<std::vector<torch::Tensor>>>& kept,
+bool Trainer::Impl::evaluate_kept(const std::vector<std::vector<std::vector<torch::Tensor>>>& kept,
                                   std::vector<StepRecord>& recs) {
+  bool any = false;
   for (size_t k = 0; k < kept.size(); ++k) {
     if (!eval_due(recs[k].step)) continue;
+    any = any || k + 1 < kept.size();
     // Each stage's weights of that step, where this rank updated it; under
-    // mpirun validation_loss() shares them from the stages' owners.
+    // mpirun validation_loss() shares them from the stages' owners. The
+    // window's last step: the weights as they are (none kept).
     std::vector<std::unique_ptr<WeightSwap>> swaps;
-    for (int s = 0; s < P; ++s) {
+    for (int s = 0; s < P && k + 1 < kept.size(); ++s) {
       if (!kept[k][s].empty()) swaps.push_back(std::make_unique<WeightSwap>(pipe(), s, kept[k][s]));
       else if (!mpi || hint.spec().device_of(s, 0) / o.devices_per_rank == mpi_rank)  // as share_stage_state's owner
         throw std::logic_error(fmt::format("step {}: stage {} kept no weights to evaluate", recs[k].step, s));
     }
     recs[k].val_loss = validation_loss();
   }
+  return any;
 }
 
 StepRecord Trainer::Impl::async_step() {
@@ -70,15 +76,18 @@ StepRecord Trainer::Impl::async_step() {
         std::lock_guard<std::mutex> lk(trace_mu);
         trace.slices.push_back({d, name, secs(t0 - t_run), secs(t1 - t_run)});
       };
-    if (o.eval_every > 0) hooks.keep_weights = [this](int step) { return eval_due(step); };
+    // The window's last step is evaluated on the weights it ends with: no copy.
+    if (o.eval_every > 0) hooks.keep_weights = [this, last = next + K - 1](int step) { return step != last && eval_due(step); };
     auto recs = async->run(
         next, std::move(batches), toks, eo,
         [this](int s, int step, const std::vector<torch::Tensor>& gr) { optimizer_step(0, s, step, gr); }, hooks);
     res.policy = async->policy();
-    evaluate_kept(async->take_kept_weights(), recs);
+    const bool evaluated = evaluate_kept(async->take_kept_weights(), recs);
     // AMDP: copies away from a stage's home missed its last updates; the
     // homes' weights, for the next window, evaluation and checkpoints.
-    if (mpi && o.async_mode == "amdp") share_stage_state(false);
+    // After an evaluation of kept weights, every rank's copies of the
+    // stages it does not own hold those: the current ones again.
+    if (mpi && (o.async_mode == "amdp" || evaluated)) share_stage_state(false);
     if (mpi) merge_rank_records(recs);
     async_done.assign(std::make_move_iterator(recs.rbegin()), std::make_move_iterator(recs.rend()));
   }

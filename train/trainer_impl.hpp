@@ -152,7 +152,8 @@ struct Trainer::Impl {
   StepRecord async_step();
   // The validation loss of each step due in `recs`, from the weights its
   // window kept (AsyncWindows::take_kept_weights).
-  void evaluate_kept(const std::vector<std::vector<std::vector<torch::Tensor>>>& kept, std::vector<StepRecord>& recs);
+  // Whether it evaluated weights other than the current ones.
+  bool evaluate_kept(const std::vector<std::vector<std::vector<torch::Tensor>>>& kept, std::vector<StepRecord>& recs);
 
   StepRecord step();
 

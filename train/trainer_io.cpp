@@ -174,6 +174,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
       steps.back()["version_drift_max"] = r.drift_max;
       steps.back()["version_drift_mean"] = r.drift_mean;
       steps.back()["version_drift_bound"] = r.drift_bound;
+      if (o.deterministic) steps.back()["late_forwards"] = r.late_forwards;
     }
   }
   nlohmann::json j = {{"model", o.model},

@@ -37,7 +37,8 @@ class OlderWeights {
 };
 
 // PACI with --deterministic (docs/async.md, "Reproducible PACI"): each
-// forward runs on the version 1F1B's order gives it, whenever it runs.
+// forward runs on the oldest version its window lets it start on (at
+// slack 0 the one 1F1B's order gives it), whenever it runs.
 // Its window (data flow) never lets a forward start before that version's
 // update, but it may start after later ones: then it needs a copy of an
 // older version. A copy is kept only while a forward pinned to it has
