@@ -151,8 +151,8 @@ struct Trainer::Impl {
   // stage's weights as its update leaves them, evaluated after the window.
   StepRecord async_step();
   // The validation loss of each step due in `recs`, from the weights its
-  // window kept (AsyncWindows::take_kept_weights).
-  // Whether it evaluated weights other than the current ones.
+  // window kept (AsyncWindows::take_kept_weights); true when it evaluated
+  // weights other than the current ones.
   bool evaluate_kept(const std::vector<std::vector<std::vector<torch::Tensor>>>& kept, std::vector<StepRecord>& recs);
 
   StepRecord step();

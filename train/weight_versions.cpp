@@ -46,7 +46,6 @@ void PinnedVersions::before_update(const Pipeline& pipe, int s, int version) {
   torch::NoGradGuard no_grad;
   auto& c = copies_[s][version];
   for (const auto& t : stage_weight_data(pipe, s)) c.push_back(t.clone());
-  ++made_;
 }
 
 std::vector<torch::Tensor> PinnedVersions::copy_of(int s, int version) const {

@@ -55,14 +55,12 @@ class PinnedVersions {
   std::vector<torch::Tensor> copy_of(int s, int version) const;
   // Forward m of stage s ran: its version's copy goes once none waits for it.
   void ran(int s, int m);
-  int copies_made() const { return made_; }  // for the tests: did a forward run late?
 
  private:
   std::vector<std::vector<int>> pinned_;
   std::vector<std::map<int, int>> waiting_;  // [s][version]: forwards pinned to it not yet run
   std::vector<std::map<int, std::vector<torch::Tensor>>> copies_;
   mutable std::mutex mu_;
-  int made_ = 0;
 };
 
 // Runs one pass with other weights: puts `older` into stage s's
