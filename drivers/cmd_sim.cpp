@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -36,6 +37,7 @@ struct SimFlags {
   int slack = 0;
   bool policy_given = false, slack_given = false;  // --plan: else the plan's own
   double latency_ms = 0, bandwidth_gbps = 0, message_mb = 0, act_mb = 1, weight_mb = 1;
+  double update_ms = 0;  // each stage's optimizer update at the step's end (0: not charged)
   bool no_overlap = false, parallel_links = false;
   std::string json, trace, picture;
 
@@ -98,7 +100,8 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
 // the policy, the seed and the outputs remain to choose (as `rrfp train
 // --plan` refuses the flags the plan decides).
 void refuse_what_the_plan_fixes(const CLI::App* c) {
-  static const std::set<std::string> free = {"plan", "policy", "inflight-slack", "seed", "json", "trace", "png", "svg"};
+  static const std::set<std::string> free = {"plan",  "policy", "inflight-slack", "seed", "json",
+                                             "trace", "png",    "svg",            "update-ms"};
   for (const CLI::Option* o : c->get_options())
     if (o->count() > 0 && !o->get_lnames().empty() && free.count(o->get_lnames().front()) == 0)
       throw SpecError(fmt::format("--plan fixes the schedule, the stage costs and the link: drop --{}",
@@ -127,6 +130,12 @@ void run(SimFlags f) {
         sc.memory.weight_bytes.push_back(f.weight_mb * 1e6);
       }
     }
+  }
+  if (!(f.update_ms >= 0) || std::isinf(f.update_ms))
+    throw SpecError(fmt::format("--update-ms {} must be a finite number >= 0", f.update_ms));
+  if (f.update_ms > 0) {  // one group, the whole step: as `sim async` charges its flushed step
+    sc.update_group = h.spec().microbatches;
+    sc.update_s = f.update_ms * 1e-3;
   }
   ScenarioResult r = run_scenario(h, sc);
   if (!r.sim.complete) throw SpecError(fmt::format("hint '{}' under {}: {}", h.name, f.policy, r.sim.stuck));
@@ -326,6 +335,9 @@ void add_sim_command(CLI::App& app) {
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak (default RRFP_INFLIGHT_SLACK or 0)");
   c->add_option("--act-mb", f->act_mb, "activation MB held per in-flight microbatch and stage");
   c->add_option("--weight-mb", f->weight_mb, "weight MB per stage");
+  c->add_option("--update-ms", f->update_ms,
+                "each stage's optimizer update (ms) after its last backward, on every device holding the stage (as "
+                "`sim async` charges it); default 0: not charged");
   add_profile_flags(c, f->profile);
   c->add_option("--plan", f->plan, "simulate a tuned plan (rrfp tune -o PLAN): its hint, stage costs, link and memory");
   c->add_option("--json", f->json, "write the result as JSON");

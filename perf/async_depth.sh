@@ -11,9 +11,10 @@
 #      this machine's time.
 #   2. step time, simulated at the same P, M and policy (synthetic costs,
 #      F = 1 ms, BW = 2 ms, lognormal(0.3), mean over SEEDS cost seeds):
-#      1F1B, ZB-H1 and Chimera flushed every step (no update charged), PACI
+#      1F1B, ZB-H1 and Chimera flushed every step, PACI
 #      and AMDP with the training's window (WINDOW steps, 5 by default;
-#      evaluation does not drain) and a 0.2 ms update.
+#      evaluation does not drain); every schedule pays a 0.2 ms update
+#      per stage and step (`rrfp sim --update-ms`, `sim async --update-ms`).
 #   3. time to target = measured steps x simulated step time; tokens = steps
 #      x the tokens of a step (the same for every schedule).
 # Usage: [POLICIES="rrfp-fixed rrfp-wait"] [SEEDS=5] [WINDOW=5] perf/async_depth.sh [build dir]
@@ -63,7 +64,7 @@ for P in "${PS[@]}"; do
     ((P % 2 == 0)) && sync+=(chimera)
     for h in "${sync[@]}"; do
       for ((seed = 1; seed <= SEEDS; ++seed)); do
-        "$R" sim --hint "$h" --stages "$P" --microbatches "$M" "${V[@]}" --policy "$pol" --seed "$seed" \
+        "$R" sim --hint "$h" --stages "$P" --microbatches "$M" --update-ms 0.2 "${V[@]}" --policy "$pol" --seed "$seed" \
           --json "$OUT/sim.$P.$pol.$h.$seed.json" >/dev/null
       done
     done

@@ -61,6 +61,28 @@ TEST(CliSim, TheLowerBoundCountsLinkLatencyAndWireTime) {
   }
 }
 
+// --update-ms charges each stage's update after its last backward, as
+// `sim async` charges a flushed step: 1F1B's last backward is stage 0's,
+// so the step grows by one update; Chimera's replicated stages update on
+// both holders, after their reduction.
+TEST(CliSim, UpdateMsChargesTheStepsUpdates) {
+  auto makespan = [](const std::string& args) {
+    auto r = run_cli("sim --unit-ms 1 --stages 4 --microbatches 8 " + args + " --json " + tmp("u.json"));
+    EXPECT_EQ(r.code, 0) << r.out;
+    nlohmann::json j;
+    std::ifstream(tmp("u.json")) >> j;
+    return j["makespan_s"].get<double>();
+  };
+  for (const char* h : {"--hint 1f1b --fused", "--hint zb-h1", "--hint chimera"}) {
+    const double plain = makespan(h), charged = makespan(std::string(h) + " --update-ms 0.5");
+    EXPECT_GE(charged, plain + 0.5e-3 - 1e-12) << h;
+    EXPECT_LE(charged, plain + 1.0e-3 + 1e-12) << h << ": more than one update on the critical path's end";
+  }
+  auto bad = run_cli("sim --hint 1f1b --stages 4 --microbatches 8 --update-ms -1");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("--update-ms -1 must be a finite number >= 0"), std::string::npos) << bad.out;
+}
+
 TEST(CliSim, CompareAndSweepRun) {
   auto c = run_cli("sim compare --stages 4 --microbatches 8 --latency-ms 0.5");
   ASSERT_EQ(c.code, 0) << c.out;
