@@ -140,6 +140,7 @@ void run(SimFlags f) {
   ScenarioResult r = run_scenario(h, sc);
   if (!r.sim.complete) throw SpecError(fmt::format("hint '{}' under {}: {}", h.name, f.policy, r.sim.stuck));
   nlohmann::json j = scenario_json(h, sc, r);
+  if (sc.update_s > 0) j["update_s"] = sc.update_s;  // a charged step says so
   fmt::print("sim {} policy={} stages={} devices={} microbatches={} variability={} seed={}\n", h.name, f.policy,
              h.spec().stages, h.spec().devices, h.spec().microbatches, variability_label(sc.cost), sc.cost.seed);
   fmt::print("makespan {:.6f} s  lower bound {:.6f} s  ratio {:.3f}  bubble {:.4f}\n", r.sim.makespan, r.lb.bound,

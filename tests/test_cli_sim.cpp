@@ -66,18 +66,27 @@ TEST(CliSim, TheLowerBoundCountsLinkLatencyAndWireTime) {
 // so the step grows by one update; Chimera's replicated stages update on
 // both holders, after their reduction.
 TEST(CliSim, UpdateMsChargesTheStepsUpdates) {
-  auto makespan = [](const std::string& args) {
-    auto r = run_cli("sim --unit-ms 1 --stages 4 --microbatches 8 " + args + " --json " + tmp("u.json"));
+  auto read = [](const std::string& args) {
+    auto r = run_cli(args + " --json " + tmp("u.json"));
     EXPECT_EQ(r.code, 0) << r.out;
     nlohmann::json j;
     std::ifstream(tmp("u.json")) >> j;
-    return j["makespan_s"].get<double>();
+    return j;
+  };
+  auto makespan = [&](const std::string& args) {
+    return read("sim --unit-ms 1 --stages 4 --microbatches 8 " + args)["makespan_s"].get<double>();
   };
   for (const char* h : {"--hint 1f1b --fused", "--hint zb-h1", "--hint chimera"}) {
     const double plain = makespan(h), charged = makespan(std::string(h) + " --update-ms 0.5");
     EXPECT_GE(charged, plain + 0.5e-3 - 1e-12) << h;
     EXPECT_LE(charged, plain + 1.0e-3 + 1e-12) << h << ": more than one update on the critical path's end";
   }
+  // The same step `sim async` charges its flushed 1F1B with.
+  const nlohmann::json sync = read("sim --unit-ms 1 --stages 4 --microbatches 8 --hint 1f1b --update-ms 0.5");
+  EXPECT_DOUBLE_EQ(sync["update_s"].get<double>(), 0.5e-3);
+  const nlohmann::json as =
+      read("sim async --unit-ms 1 --stages 4 --accumulate 8 --window 2 --update-ms 0.5 --policy rrfp-wait");
+  EXPECT_DOUBLE_EQ(as["sync_step_s"].get<double>(), sync["makespan_s"].get<double>());
   auto bad = run_cli("sim --hint 1f1b --stages 4 --microbatches 8 --update-ms -1");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("--update-ms -1 must be a finite number >= 0"), std::string::npos) << bad.out;
