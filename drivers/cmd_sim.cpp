@@ -57,6 +57,8 @@ struct SimFlags {
     sc.comm.overlap = !no_overlap;
     sc.comm.serialize_links = !parallel_links;
     if (act_mb < 0 || weight_mb < 0) throw SpecError("memory sizes must not be negative");
+    if (!(update_ms >= 0) || std::isinf(update_ms))
+      throw SpecError(fmt::format("--update-ms {} must be a finite number >= 0", update_ms));
     return sc;
   }
 };
@@ -131,8 +133,6 @@ void run(SimFlags f) {
       }
     }
   }
-  if (!(f.update_ms >= 0) || std::isinf(f.update_ms))
-    throw SpecError(fmt::format("--update-ms {} must be a finite number >= 0", f.update_ms));
   if (f.update_ms > 0) {  // one group, the whole step: as `sim async` charges its flushed step
     sc.update_group = h.spec().microbatches;
     sc.update_s = f.update_ms * 1e-3;
@@ -278,32 +278,31 @@ void add_async(CLI::App* sim) {
   auto stages = std::make_shared<int>(4), accumulate = std::make_shared<int>(4), window = std::make_shared<int>(8);
   auto directions = std::make_shared<int>(2);
   auto method = std::make_shared<std::string>("paci");
-  auto update_ms = std::make_shared<double>(0);
   c->add_option("--method", *method, "paci (1F1B) or amdp (multi-directional)")->capture_default_str();
   c->add_option("--directions", *directions, "amdp: 2 (stages even) or 4 (stages divisible by 4)")
       ->capture_default_str();
   c->add_option("--stages", *stages, "pipeline stages, one a device")->capture_default_str();
   c->add_option("--accumulate", *accumulate, "microbatches per update (a step)")->capture_default_str();
   c->add_option("--window", *window, "steps per graph")->capture_default_str();
-  c->add_option("--update-ms", *update_ms, "each stage's optimizer update (ms), run before its device's next pass")
+  c->add_option("--update-ms", f->update_ms, "each stage's optimizer update (ms), run before its device's next pass")
       ->capture_default_str();
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
   c->add_option("--policy", f->policy, "rrfp, rrfp-wait or rrfp-fixed");
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
   c->add_option("--json", f->json, "write the estimate as JSON");
-  c->callback([c, f, method, directions, stages, accumulate, window, update_ms] {
+  c->callback([c, f, method, directions, stages, accumulate, window] {
     if (*method != "paci" && *method != "amdp")
       throw SpecError(fmt::format("unknown --method '{}' (known: paci, amdp)", *method));
     if (*method == "paci" && c->count("--directions") > 0)
       throw SpecError("--directions is for --method amdp; PACI has one direction");
     const bool amdp = *method == "amdp";
     const AsyncEstimate e =
-        amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, f->scenario(), *update_ms * 1e-3)
-             : simulate_paci(*stages, *accumulate, *window, f->scenario(), *update_ms * 1e-3);
+        amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, f->scenario(), f->update_ms * 1e-3)
+             : simulate_paci(*stages, *accumulate, *window, f->scenario(), f->update_ms * 1e-3);
     const std::string order = amdp ? fmt::format("amdp-{} order", *directions) : "1f1b";
     fmt::print("sim async {} stages={} accumulate={} window={} policy={} update={} ms\n", *method, *stages,
-               *accumulate, *window, f->policy, *update_ms);
+               *accumulate, *window, f->policy, f->update_ms);
     fmt::print("  flush every step ({}): step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", order, e.sync_step_s,
                e.sync_bubble, e.sync_peak_inflight);
     fmt::print("  no flush ({}):         step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", *method, e.async_step_s,
@@ -311,7 +310,7 @@ void add_async(CLI::App* sim) {
     fmt::print("  flushed / {} step time: {:.3f}\n", *method, e.sync_step_s / e.async_step_s);
     if (!f->json.empty()) {
       nlohmann::json j = {{"method", *method}, {"stages", *stages}, {"accumulate", *accumulate},
-                          {"window", *window}, {"policy", f->policy}, {"update_s", *update_ms * 1e-3},
+                          {"window", *window}, {"policy", f->policy}, {"update_s", f->update_ms * 1e-3},
                           {"sync_step_s", e.sync_step_s}, {"async_step_s", e.async_step_s},
                           {"sync_bubble", e.sync_bubble}, {"async_bubble", e.async_bubble},
                           {"sync_peak_inflight", e.sync_peak_inflight},

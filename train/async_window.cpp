@@ -111,19 +111,6 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // (docs/async.md, "Reproducible AMDP"); `older` keeps what that needs.
   const bool fixed_versions = o_.async_mode == "amdp" && o_.deterministic;
   OlderWeights older(P_);
-  // PACI with --deterministic: forward m of stage s runs on the oldest
-  // version its window W lets it start on, floor((m - W + 1) / M): it
-  // waits for the backward of m - W and so for the updates of the groups
-  // that end before it. At slack 0 that is its version in 1F1B's order
-  // (docs/async.md, "Reproducible PACI").
-  const bool pinned_paci = o_.async_mode == "paci" && o_.deterministic;
-  std::optional<PinnedVersions> pinned;
-  if (pinned_paci) {
-    std::vector<std::vector<int>> v(P_, std::vector<int>(MW, 0));
-    for (int s = 0; s < P_; ++s)
-      for (int m = 0; m < MW; ++m) v[s][m] = std::max(0, m - (P_ - s + o_.inflight_slack) + 1) / M_;
-    pinned.emplace(std::move(v));
-  }
   std::vector<int> seen_f(static_cast<size_t>(P_) * MW, 0), seen_b(seen_f.size(), 0);
   std::vector<char> late(seen_f.size(), 0);  // a forward ran on an older copy
   std::vector<double> t_s(g.size(), 0);
@@ -139,6 +126,10 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // policies keep the window and the drift bound too (docs/async.md).
   if (o_.async_mode == "paci")
     for (int s = 0; s < P_; ++s) eo.forward_window.push_back(P_ - s + o_.inflight_slack);
+  // PACI with --deterministic: each forward on the oldest version its
+  // window lets it start on (docs/async.md, "Reproducible PACI").
+  std::optional<PinnedVersions> pinned;
+  if (o_.async_mode == "paci" && o_.deterministic) pinned.emplace(eo.forward_window, M_, MW);
   AmdpRanks* xr = sh.ranks.get();  // AMDP across ranks: gradient sums and weights as StarPU data
   if (xr) {
     xr->begin_window();
@@ -179,10 +170,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
       pipe.next_group(s);
       const int v = version[s].fetch_add(1) + 1;
       if (xr && epilogue_io()->version) AmdpRanks::pack_weights(pipe, s, v, epilogue_io()->version);
-      if (keep[k]) {
-        torch::NoGradGuard no_grad;
-        for (const auto& w : stage_weight_data(pipe, s)) kept_[k][s].push_back(w.clone());
-      }
+      if (keep[k]) kept_[k][s] = copy_stage_weights(pipe, s);
       if (shared_weights) wait_for_current_stream(gpu);  // updated before the lock lets another stream in
     }
     if (hooks.slice && !distributed) hooks.slice(g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, Clock::now());

@@ -34,22 +34,24 @@ void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
 
 bool Trainer::Impl::evaluate_kept(const std::vector<std::vector<std::vector<torch::Tensor>>>& kept,
                                   std::vector<StepRecord>& recs) {
-  bool any = false;
+  bool other = false;
   for (size_t k = 0; k < kept.size(); ++k) {
     if (!eval_due(recs[k].step)) continue;
-    any = any || k + 1 < kept.size();
-    // Each stage's weights of that step, where this rank updated it; under
-    // mpirun validation_loss() shares them from the stages' owners. The
-    // window's last step: the weights as they are (none kept).
+    // Each stage's weights of that step where this rank updated it (under
+    // mpirun validation_loss() shares them from the stages' owners); the
+    // window's last step has the weights as they are (none kept).
     std::vector<std::unique_ptr<WeightSwap>> swaps;
-    for (int s = 0; s < P && k + 1 < kept.size(); ++s) {
-      if (!kept[k][s].empty()) swaps.push_back(std::make_unique<WeightSwap>(pipe(), s, kept[k][s]));
-      else if (!mpi || hint.spec().device_of(s, 0) / o.devices_per_rank == mpi_rank)  // as share_stage_state's owner
-        throw std::logic_error(fmt::format("step {}: stage {} kept no weights to evaluate", recs[k].step, s));
+    if (k + 1 < kept.size()) {
+      other = true;
+      for (int s = 0; s < P; ++s) {
+        if (!kept[k][s].empty()) swaps.push_back(std::make_unique<WeightSwap>(pipe(), s, kept[k][s]));
+        else if (!mpi || stage_owner(s) == mpi_rank)
+          throw std::logic_error(fmt::format("step {}: stage {} kept no weights to evaluate", recs[k].step, s));
+      }
     }
     recs[k].val_loss = validation_loss();
   }
-  return any;
+  return other;
 }
 
 StepRecord Trainer::Impl::async_step() {

@@ -106,6 +106,9 @@ struct Trainer::Impl {
   // their owners broadcast the parameters (and the AdamW moments), so every
   // rank holds the whole model (MPI between steps only).
   void share_stage_state(bool moments);
+  // The rank that owns member t of stage s (its first device's): it updates
+  // the stage and broadcasts it.
+  int stage_owner(int s, int t = 0) const { return (hint.spec().device_of(s, 0) * TP + t) / o.devices_per_rank; }
   // A diverged update must not replace the last good checkpoint.
   void check_finite_before_saving(int step);
 

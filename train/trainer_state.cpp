@@ -61,7 +61,7 @@ void Trainer::Impl::resume() {
 void Trainer::Impl::share_stage_state(bool moments) {
   for (int s = 0; s < P; ++s)
     for (int t = 0; t < TP; ++t) {
-      const int owner = (hint.spec().device_of(s, 0) * TP + t) / o.devices_per_rank;
+      const int owner = stage_owner(s, t);
       auto bcast = [&](const torch::Tensor& x) {
         if (x.is_cpu()) return mpi_broadcast(x.data_ptr<float>(), static_cast<int>(x.numel() * sizeof(float)), owner);
         torch::Tensor h = x.to(torch::kCPU).contiguous();  // --cuda: MPI moves host memory

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
-#include <utility>
 
 #include "train/amdp_ranks.hpp"
 
@@ -15,14 +15,22 @@ std::vector<torch::Tensor> stage_weight_data(const Pipeline& pipe, int s) {
   return out;
 }
 
+std::vector<torch::Tensor> copy_stage_weights(const Pipeline& pipe, int s) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> out;
+  for (const auto& t : stage_weight_data(pipe, s)) out.push_back(t.clone());
+  return out;
+}
+
 void OlderWeights::keep(const Pipeline& pipe, int s, int version) {
   torch::NoGradGuard no_grad;
   auto& c = copies_.at(s);
-  const auto now = stage_weight_data(pipe, s);
-  if (c.empty())
-    for (const auto& t : now) c.push_back(t.clone());
-  else
+  if (c.empty()) {
+    c = copy_stage_weights(pipe, s);
+  } else {
+    const auto now = stage_weight_data(pipe, s);
     for (size_t i = 0; i < now.size(); ++i) c[i].copy_(now[i]);
+  }
   versions_[s] = version;
 }
 
@@ -33,19 +41,20 @@ std::vector<torch::Tensor> OlderWeights::of(const Pipeline& pipe, int s, int ver
                                      version, versions_[s], gate ? AmdpRanks::packed_version(gate) : -1));
 }
 
-PinnedVersions::PinnedVersions(std::vector<std::vector<int>> pinned)
-    : pinned_(std::move(pinned)), waiting_(pinned_.size()), copies_(pinned_.size()) {
-  for (size_t s = 0; s < pinned_.size(); ++s)
-    for (int v : pinned_[s]) ++waiting_[s][v];
+PinnedVersions::PinnedVersions(const std::vector<int>& windows, int group, int microbatches)
+    : pinned_(windows.size()), waiting_(windows.size()), copies_(windows.size()) {
+  for (size_t s = 0; s < windows.size(); ++s)
+    for (int m = 0; m < microbatches; ++m) {
+      pinned_[s].push_back(std::max(0, m - windows[s] + 1) / group);
+      ++waiting_[s][pinned_[s].back()];
+    }
 }
 
 void PinnedVersions::before_update(const Pipeline& pipe, int s, int version) {
   std::lock_guard<std::mutex> lk(mu_);
   const auto w = waiting_.at(s).find(version);
   if (w == waiting_[s].end() || w->second == 0) return;  // as in 1F1B: its forwards all ran first
-  torch::NoGradGuard no_grad;
-  auto& c = copies_[s][version];
-  for (const auto& t : stage_weight_data(pipe, s)) c.push_back(t.clone());
+  copies_[s][version] = copy_stage_weights(pipe, s);
 }
 
 std::vector<torch::Tensor> PinnedVersions::copy_of(int s, int version) const {

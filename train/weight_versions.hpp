@@ -20,6 +20,8 @@ namespace rrfp::train {
 // Stage s's parameters' data, outside autograd: copying into them is an
 // update, as the optimizer's, not an operation a backward has to replay.
 std::vector<torch::Tensor> stage_weight_data(const Pipeline& pipe, int s);
+// A copy of them.
+std::vector<torch::Tensor> copy_stage_weights(const Pipeline& pipe, int s);
 
 class OlderWeights {
  public:
@@ -45,8 +47,11 @@ class OlderWeights {
 // not run. Thread-safe.
 class PinnedVersions {
  public:
-  // pinned[s][m]: the version of stage s that forward m runs on.
-  explicit PinnedVersions(std::vector<std::vector<int>> pinned);
+  // windows[s]: stage s's forward window W (DataPlanOptions::forward_window);
+  // forward m of `microbatches` runs on version floor((m - W + 1) / group):
+  // it waits for the backward of m - W, and so for the updates of the
+  // groups that end before it.
+  PinnedVersions(const std::vector<int>& windows, int group, int microbatches);
   int of_forward(int s, int m) const { return pinned_.at(s).at(m); }
   // Before stage s moves on from `version`: a copy, if a forward pinned to
   // it has not run yet.
@@ -57,7 +62,7 @@ class PinnedVersions {
   void ran(int s, int m);
 
  private:
-  std::vector<std::vector<int>> pinned_;
+  std::vector<std::vector<int>> pinned_;  // [s][m]: forward m's version
   std::vector<std::map<int, int>> waiting_;  // [s][version]: forwards pinned to it not yet run
   std::vector<std::map<int, std::vector<torch::Tensor>>> copies_;
   mutable std::mutex mu_;
