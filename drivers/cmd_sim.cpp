@@ -110,6 +110,15 @@ void refuse_what_the_plan_fixes(const CLI::App* c) {
                                   o->get_lnames().front()));
 }
 
+// `rrfp sim --update-ms 0.2 async ...` parses --update-ms as sim's own
+// flag, which the subcommand never reads: refuse it rather than drop it.
+void refuse_flags_before(const CLI::App* sub) {
+  for (const CLI::Option* o : sub->get_parent()->get_options())
+    if (o->count() > 0 && !o->get_lnames().empty() && o->get_lnames().front() != "help")
+      throw SpecError(fmt::format("--{} was given before '{}' and would be ignored: put it after 'sim {}'",
+                                  o->get_lnames().front(), sub->get_name(), sub->get_name()));
+}
+
 void run(SimFlags f) {
   Hint h;
   Scenario sc;
@@ -175,6 +184,7 @@ void add_compare(CLI::App* sim) {
   c->add_option("--weight-mb", f->weight_mb, "weight MB of one device's share of the model");
   c->add_option("--json", *json, "write the table as JSON");
   c->callback([c, f, hints, json] {
+    refuse_flags_before(c);
     Scenario sc = f->scenario();
     HintParams csv = f->hint.params;  // a CSV hint takes the file's sizes unless given (docs/hints.md)
     if (c->count("--stages") == 0) csv.stages = 0;
@@ -242,7 +252,8 @@ void add_sweep(CLI::App* sim) {
   c->add_option("--values", *values, "comma-separated values")->capture_default_str();
   c->add_option("--seeds", *seeds, "seeds averaged per point")->capture_default_str();
   c->add_option("--png,--svg", f->picture, "plot the ratio (.png or .svg)");
-  c->callback([f, param, values, seeds] {
+  c->callback([c, f, param, values, seeds] {
+    refuse_flags_before(c);
     if (values->front() == ',' || values->back() == ',' || values->find(",,") != std::string::npos)
       throw SpecError(fmt::format("--values '{}' has an empty item", *values));
     std::vector<double> vs;
@@ -292,6 +303,7 @@ void add_async(CLI::App* sim) {
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
   c->add_option("--json", f->json, "write the estimate as JSON");
   c->callback([c, f, method, directions, stages, accumulate, window] {
+    refuse_flags_before(c);
     if (*method != "paci" && *method != "amdp")
       throw SpecError(fmt::format("unknown --method '{}' (known: paci, amdp)", *method));
     if (*method == "paci" && c->count("--directions") > 0)

@@ -92,6 +92,17 @@ TEST(CliSim, UpdateMsChargesTheStepsUpdates) {
   EXPECT_NE(bad.out.find("--update-ms -1 must be a finite number >= 0"), std::string::npos) << bad.out;
 }
 
+TEST(CliSim, FlagsBeforeASubcommandAreRefusedNotDropped) {
+  // `sim --update-ms 0.2 async` used to run async without the update.
+  for (const char* sub : {"async", "sweep --values 0,0.3", "compare"}) {
+    auto r = run_cli(std::string("sim --update-ms 0.2 ") + sub);
+    EXPECT_NE(r.code, 0) << sub << ": " << r.out;
+    const std::string name = std::string(sub).substr(0, std::string(sub).find(' '));
+    EXPECT_NE(r.out.find("--update-ms was given before '" + name + "'"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(run_cli("sim async --update-ms 0.2").code, 0);
+}
+
 TEST(CliSim, CompareAndSweepRun) {
   auto c = run_cli("sim compare --stages 4 --microbatches 8 --latency-ms 0.5");
   ASSERT_EQ(c.code, 0) << c.out;
