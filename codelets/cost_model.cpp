@@ -158,6 +158,11 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
   if (!o.stage_base.empty() && static_cast<int>(o.stage_base.size()) != g.spec().stages)
     throw SpecError(fmt::format("the profile's partition has {} stages, the pipeline {}", o.stage_base.size(),
                                 g.spec().stages));
+  // --cost BW= costs the fused backward; a split hint has none and would
+  // silently take B + W's default instead.
+  if (g.spec().split_backward && !o.durations && o.stage_base.empty() && o.base.bw >= 0)
+    throw SpecError("--cost BW= is the fused backward's cost, and this hint splits the backward into B and W: "
+                    "give B= and W= (or run it fused, --fused)");
   for (int id = 0; id < n; ++id) {
     if (o.durations) {
       d.task_s[id] = trace_duration(*o.durations, g, id, o.seed);
@@ -187,6 +192,10 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
     const BaseCost& base = o.stage_base.empty() ? o.base : o.stage_base[t.stage];
     d.task_s[id] = base.of(t.kind) * factor * o.unit_ms * 1e-3;
   }
+  // The costs this graph's passes take (a split hint ignores BW, a fused
+  // one B and W) can all be 0: every makespan would read 0.
+  if (n > 0 && std::all_of(d.task_s.begin(), d.task_s.end(), [](double s) { return s == 0; }))
+    throw SpecError("every task of this pipeline would take 0 s: the passes it runs all cost 0 (--cost, --profile)");
   d.edge_off.assign(n + 1, 0);
   for (int id = 0; id < n; ++id) d.edge_off[id + 1] = d.edge_off[id] + g.preds(id).size();
   d.edge_s.assign(d.edge_off[n], 0.0);

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "drivers/commands.hpp"
 #include "drivers/flags.hpp"
@@ -44,7 +45,15 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--microbatches", o->microbatches, "starpu: microbatches a step")->capture_default_str();
   c->add_option("-o,--output", *out, "write the profile JSON here")->required();
-  c->callback([o, out, widths] {
+  c->callback([c, o, out, widths] {
+    // Each would change nothing where it does not apply: refused, not ignored.
+    const bool mm = o->model.model == "mm-tiny";
+    for (const char* flag : {"--seq-len", "--mlp-widths", "--data"})
+      if (mm && c->count(flag) > 0) throw SpecError(fmt::format("{} applies to gpt-tiny, not mm-tiny", flag));
+    if (!mm && c->count("--enc-layers") > 0) throw SpecError("--enc-layers applies to mm-tiny (its vision encoder)");
+    if (o->executor == "plain")
+      for (const char* flag : {"--devices", "--microbatches"})
+        if (c->count(flag) > 0) throw SpecError(fmt::format("{} applies to --executor starpu", flag));
     if (!widths->empty()) o->model.gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
     require_output_dir(*out, "-o");
     if (o->executor == "starpu" && o->devices > max_cpu_workers())

@@ -4,11 +4,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "drivers/commands.hpp"
 #include "drivers/env_config.hpp"
@@ -59,6 +62,8 @@ struct SimFlags {
     if (act_mb < 0 || weight_mb < 0) throw SpecError("memory sizes must not be negative");
     if (!(update_ms >= 0) || std::isinf(update_ms))
       throw SpecError(fmt::format("--update-ms {} must be a finite number >= 0", update_ms));
+    if (update_ms > kMaxTaskSeconds * 1e3)
+      throw SpecError(fmt::format("--update-ms {:g} is over an hour: too large", update_ms));
     return sc;
   }
 };
@@ -185,12 +190,21 @@ void add_compare(CLI::App* sim) {
   c->add_option("--json", *json, "write the table as JSON");
   c->callback([c, f, hints, json] {
     refuse_flags_before(c);
+    const std::vector<std::string> names = split_list(*hints, "--hints");
+    auto listed = [&](const char* h) { return std::find(names.begin(), names.end(), h) != names.end(); };
+    // Each applies to one hint of the zoo; given without it, it would change nothing.
+    if (c->count("--chunks") > 0 && !listed("interleaved-1f1b"))
+      throw SpecError("--chunks applies to interleaved-1f1b, which --hints does not list");
+    if (c->count("--chunks") > 0 && f->hint.params.chunks < 2)
+      throw SpecError(fmt::format("hint 'interleaved-1f1b' needs --chunks v >= 2 (got {})", f->hint.params.chunks));
+    if (c->count("--waves") > 0 && !listed("hanayo"))
+      throw SpecError("--waves applies to hanayo, which --hints does not list");
     Scenario sc = f->scenario();
     HintParams csv = f->hint.params;  // a CSV hint takes the file's sizes unless given (docs/hints.md)
     if (c->count("--stages") == 0) csv.stages = 0;
     if (c->count("--microbatches") == 0) csv.microbatches = 0;
     if (c->count("--chunks") == 0) csv.chunks = 0;
-    auto rows = compare_hints(split_list(*hints), f->hint.params, sc, f->act_mb * 1e6, f->weight_mb * 1e6, &csv);
+    auto rows = compare_hints(names, f->hint.params, sc, f->act_mb * 1e6, f->weight_mb * 1e6, &csv);
     const std::string costs = sc.cost.durations ? "durations " + sc.cost.durations->source
                                                 : fmt::format("cost {} unit {} ms", f->cost.cost, sc.cost.unit_ms);
     fmt::print("p={} m={} {}, latency {} ms, bandwidth {} Gbit/s, message {} MB\n", f->hint.params.stages,
@@ -236,6 +250,18 @@ void adopt_environment(SimFlags& f) {
   if (!f.slack_given) f.slack = inflight_slack_from_env();
 }
 
+// The flag a swept parameter replaces at every point: given too, it would
+// be silently overwritten.
+void refuse_what_the_sweep_sets(const CLI::App* c, const std::string& param) {
+  static const std::map<std::string, std::string> sets = {
+      {"sigma", "--variability"},       {"bandwidth", "--bandwidth-gbps"}, {"link-ms", "--link-ms"},
+      {"link-jitter", "--link-jitter"}, {"microbatches", "--microbatches"}, {"stages", "--stages"},
+      {"slack", "--inflight-slack"}};
+  const auto it = sets.find(param);
+  if (it != sets.end() && c->count(it->second) > 0)
+    throw SpecError(fmt::format("--param {} sets {} at every point: drop {}", param, it->second, it->second));
+}
+
 void add_sweep(CLI::App* sim) {
   auto* c = sim->add_subcommand("sweep", "Vary one parameter; print and plot rrfp-fixed's makespan over --policy's");
   auto f = std::make_shared<SimFlags>();
@@ -245,7 +271,8 @@ void add_sweep(CLI::App* sim) {
   add_hint_flags(c, f->hint, false);
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
-  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
+  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak")
+      ->check(CLI::Range(0, 1000000));
   c->add_option("--policy", f->policy, "the policy compared with rrfp-fixed: rrfp or rrfp-wait")->capture_default_str();
   c->add_option("--param", *param, "sigma | bandwidth | link-ms | link-jitter | microbatches | stages | slack")
       ->capture_default_str();
@@ -254,10 +281,10 @@ void add_sweep(CLI::App* sim) {
   c->add_option("--png,--svg", f->picture, "plot the ratio (.png or .svg)");
   c->callback([c, f, param, values, seeds] {
     refuse_flags_before(c);
-    if (values->front() == ',' || values->back() == ',' || values->find(",,") != std::string::npos)
-      throw SpecError(fmt::format("--values '{}' has an empty item", *values));
     std::vector<double> vs;
-    for (const std::string& v : split_list(*values)) vs.push_back(parse_number(v, "--values"));  // "6abc" is not 6
+    for (const std::string& v : split_list(*values, "--values")) vs.push_back(parse_number(v, "--values"));  // "6abc" is not 6
+    refuse_what_the_sweep_sets(c, *param);
+    f->cost.link_swept = *param == "link-ms";
     if (f->policy != "rrfp" && f->policy != "rrfp-wait")
       throw SpecError(fmt::format("sim sweep compares a policy with rrfp-fixed: --policy rrfp or rrfp-wait, not '{}'",
                                   f->policy));
@@ -300,7 +327,8 @@ void add_async(CLI::App* sim) {
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
   c->add_option("--policy", f->policy, "rrfp, rrfp-wait or rrfp-fixed");
-  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak");
+  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak")
+      ->check(CLI::Range(0, 1000000));
   c->add_option("--json", f->json, "write the estimate as JSON");
   c->callback([c, f, method, directions, stages, accumulate, window] {
     refuse_flags_before(c);
@@ -344,7 +372,8 @@ void add_sim_command(CLI::App& app) {
   c->add_option("--policy", f->policy,
                 "rrfp (readiness-first), rrfp-wait (bounded wait) or rrfp-fixed (strict order); default STARPU_SCHED's "
                 "if it is one of them, else rrfp-wait");
-  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak (default RRFP_INFLIGHT_SLACK or 0)");
+  c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak (default RRFP_INFLIGHT_SLACK or 0)")
+      ->check(CLI::Range(0, 1000000));
   c->add_option("--act-mb", f->act_mb, "activation MB held per in-flight microbatch and stage");
   c->add_option("--weight-mb", f->weight_mb, "weight MB per stage");
   c->add_option("--update-ms", f->update_ms,
@@ -361,6 +390,11 @@ void add_sim_command(CLI::App& app) {
   c->require_subcommand(0, 1);
   c->callback([c, f] {
     if (!c->get_subcommands().empty()) return;
+    if (!f->json.empty() && (f->json == f->trace || f->json == f->picture))
+      throw SpecError(fmt::format("--json and --{} both write '{}': one would overwrite the other",
+                                  f->json == f->trace ? "trace" : "png/--svg", f->json));
+    if (!f->trace.empty() && f->trace == f->picture)
+      throw SpecError(fmt::format("--trace and --png/--svg both write '{}'", f->trace));
     if (!f->plan.empty()) refuse_what_the_plan_fixes(c);
     f->policy_given = c->get_option("--policy")->count() > 0;
     f->slack_given = c->get_option("--inflight-slack")->count() > 0;

@@ -49,7 +49,7 @@ void add_train_command(CLI::App& app) {
   c->add_flag("--deterministic", o->deterministic,
               "reduce gradients in microbatch order: bitwise-reproducible losses (--async amdp: every "
               "forward also runs on the weight version its gate waited for, docs/async.md; slower to converge; "
-              "--async paci: only under STARPU_SCHED=rrfp-fixed)");
+              "--async paci: every forward on the version 1F1B's order gives it, under every policy)");
   c->add_option("--checkpoint", o->checkpoint_dir, "checkpoint directory");
   c->add_option("--checkpoint-every", o->checkpoint_every, "steps between checkpoints (0: at the end)");
   c->add_flag("--resume", o->resume, "continue from the checkpoint in --checkpoint DIR");
@@ -83,7 +83,8 @@ void add_train_command(CLI::App& app) {
   auto transport = std::make_shared<std::string>("starpu-mpi");
   auto* transport_flag = add_rank_transport_flag(c, transport.get());
   auto* inflight = c->add_option("--inflight-slack", o->inflight_slack,
-                                 "rrfp policies: raise each device's in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)");
+                                 "rrfp policies: raise each device's in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)")
+                      ->check(CLI::Range(0, 1000000));
   c->add_option("--async", o->async_mode,
                 "train without a flush: paci (1F1B, each stage updates after every --accumulate backwards) or "
                 "amdp (--directions pipelines over the devices, one update per stage and step; docs/async.md)");
@@ -113,6 +114,21 @@ void add_train_command(CLI::App& app) {
     if (o->async_mode == "amdp" && c->count("--hint") > 0)  // "1f1b" is also the default: given, it is a choice
       throw SpecError(fmt::format("--async amdp derives its own multi-directional order; it does not accept the hint '{}'",
                                   o->hint));
+    // Given, each of these would change nothing: refused rather than ignored.
+    if (c->count("--target-loss") > 0 && !(o->target_loss > 0))
+      throw SpecError(fmt::format("--target-loss must be positive, got {}", o->target_loss));
+    if (c->count("--eval-microbatches") > 0 && o->eval_every == 0)
+      throw SpecError("--eval-microbatches needs --eval-every K (steps between evaluations)");
+    if (c->count("--enc-layers") > 0 && o->model != "mm-tiny")
+      throw SpecError("--enc-layers applies to mm-tiny (its vision encoder)");
+    if (c->count("--seq-len") > 0 && o->model == "mm-tiny")
+      throw SpecError("--seq-len applies to gpt-tiny and gpt-small; mm-tiny's captions have a fixed length");
+    if (inflight->count() > 0 && o->executor != "starpu")
+      throw SpecError(fmt::format("--inflight-slack raises the rrfp policies' caps; --executor {} has none",
+                                  o->executor));
+    if (!o->json_path.empty() && o->json_path == o->trace_path)
+      throw SpecError(fmt::format("--json and --trace both write '{}': one would overwrite the other",
+                                  o->json_path));
     if (c->count("--checkpoint-every") > 0 && o->checkpoint_dir.empty())
       throw SpecError("--checkpoint-every needs --checkpoint DIR");
     if (accumulate->count() > 0 && microbatches->count() > 0)

@@ -55,12 +55,12 @@ void add_tune_command(CLI::App& app) {
     o->objective.latency_s = *latency_ms * 1e-3;
     o->objective.bandwidth_Bps = *bandwidth * 1e9 / 8;
     o->objective.mode = parse_mode(*policy);
-    if (!placements->empty()) o->placements = split_list(*placements);
+    if (!placements->empty()) o->placements = split_list(*placements, "--placements");
     for (size_t i = 0; i < o->placements.size(); ++i)  // each placement once: a repeat would be searched twice
       for (size_t j = 0; j < i; ++j)
         if (o->placements[i] == o->placements[j])
           throw SpecError(fmt::format("--placements names '{}' twice", o->placements[i]));
-    if (!schedules->empty()) o->schedules = split_list(*schedules);
+    if (!schedules->empty()) o->schedules = split_list(*schedules, "--schedules");
     require_output_dir(*out, "-o");
     if (!*quiet)
       o->log = [](const std::string& line) {

@@ -26,6 +26,9 @@ namespace rrfp::cli {
 // its own errors, a full disk for one.)
 inline void require_output_dir(const std::string& path, const char* flag) {
   if (path.empty()) return;
+  std::error_code is_dir_ec;
+  if (std::filesystem::is_directory(path, is_dir_ec))
+    throw SpecError(fmt::format("{} {}: this is a directory; give a file name", flag, path));
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
@@ -81,6 +84,7 @@ struct CostFlags {
   CostOptions opt;
   const CLI::Option* cost_opt = nullptr;  // set by add_cost_flags
   const CLI::Option* unit_opt = nullptr;
+  bool link_swept = false;  // `sim sweep --param link-ms` gives --link-jitter its delay
   // --cost and --unit-ms set the synthetic costs: refused where `source`
   // gives every pass's cost instead of being silently ignored.
   void refuse_synthetic_costs(const char* source) const {
@@ -91,6 +95,8 @@ struct CostFlags {
   CostOptions resolve() const {
     if (!durations.empty()) refuse_synthetic_costs("--durations");
     CostOptions o = opt;
+    if (o.link_jitter > 0 && !(o.link_ms > 0) && !link_swept)
+      throw SpecError("--link-jitter is relative to --link-ms: it needs --link-ms > 0");
     o.base = parse_cost(cost);
     o.var = parse_variability(variability);
     if (!durations_model.empty() && durations.empty()) throw SpecError("--durations-model needs --durations FILE");
@@ -137,16 +143,17 @@ struct ProfileFlags {
   }
 };
 
-// "a,b,c" -> {"a", "b", "c"}, empty items dropped; SpecError for an empty list.
-inline std::vector<std::string> split_list(const std::string& s) {
+// "a,b,c" -> {"a", "b", "c"}; SpecError naming `flag` for an empty list or
+// an empty item ("a,,b", "a,"), which is more likely a typo than a choice.
+inline std::vector<std::string> split_list(const std::string& s, const char* flag) {
   std::vector<std::string> out;
   size_t b = 0;
   while (b <= s.size()) {
     size_t e = std::min(s.find(',', b), s.size());
-    if (e > b) out.push_back(s.substr(b, e - b));
+    if (e == b) throw SpecError(fmt::format("{} '{}' has an empty item", flag, s));
+    out.push_back(s.substr(b, e - b));
     b = e + 1;
   }
-  if (out.empty()) throw SpecError("empty list");
   return out;
 }
 

@@ -25,6 +25,7 @@ std::vector<std::vector<int>> amdp_placement(int P, int directions) {
 }
 
 Hint amdp_hint(int P, int directions, int group, int groups) {
+  amdp_placement(P, directions);  // its errors first: 3 directions is not a divisibility problem
   if (group < 1 || groups < 1 || group % directions != 0)
     throw SpecError(fmt::format("AMDP needs microbatches per iteration divisible by its {} directions (got {})",
                                 directions, group));

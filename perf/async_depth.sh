@@ -8,7 +8,9 @@
 #      1F1B (every synchronous schedule makes the same updates, under any
 #      policy), and under each policy PACI (--accumulate M) and AMDP (2
 #      directions; 4 where P and M allow). Only the step count is used, not
-#      this machine's time.
+#      this machine's time. EVAL_EVERY=1 finds the step exactly (evaluation
+#      does not drain an --async window, so it changes no update); the
+#      default, 5, rounds every method's step up to a multiple of 5.
 #   2. step time, simulated at the same P, M and policy (synthetic costs,
 #      F = 1 ms, BW = 2 ms, lognormal(0.3), mean over SEEDS cost seeds):
 #      1F1B, ZB-H1 and Chimera flushed every step, PACI
@@ -17,7 +19,7 @@
 #      per stage and step (`rrfp sim --update-ms`, `sim async --update-ms`).
 #   3. time to target = measured steps x simulated step time; tokens = steps
 #      x the tokens of a step (the same for every schedule).
-# Usage: [POLICIES="rrfp-fixed rrfp-wait"] [SEEDS=5] [WINDOW=5] perf/async_depth.sh [build dir]
+# Usage: [POLICIES="rrfp-fixed rrfp-wait"] [SEEDS=5] [WINDOW=5] [EVAL_EVERY=5] perf/async_depth.sh [build dir]
 #        [target] [steps] [stage counts] [M]
 set -euo pipefail
 BUILD=${1:-build}
@@ -28,18 +30,19 @@ M=${5:-4}
 read -r -a POLS <<<"${POLICIES:-rrfp-fixed rrfp-wait}"
 SEEDS=${SEEDS:-5}
 W=${WINDOW:-5}
+E=${EVAL_EVERY:-5}
 R=$BUILD/rrfp
 [ -x "$R" ] || { echo "error: $R not found (cmake --build $BUILD)" >&2; exit 2; }
 export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
-echo "target: validation loss <= $TARGET within $STEPS steps, M = $M a step, --lr 1e-3, policies: ${POLS[*]}, --window $W, $SEEDS simulated seeds"
+echo "target: validation loss <= $TARGET within $STEPS steps, M = $M a step, --lr 1e-3, policies: ${POLS[*]}, --window $W, --eval-every $E, $SEEDS simulated seeds"
 IFS=, read -r -a PS <<<"$DEPTHS"
 V=(--variability lognormal:0.3)
 for P in "${PS[@]}"; do
   L=$((P > 4 ? P : 4))
-  T=(train --stages "$P" --layers "$L" --steps "$STEPS" --lr 1e-3 --eval-every 5 --target-loss "$TARGET" --quiet)
+  T=(train --stages "$P" --layers "$L" --steps "$STEPS" --lr 1e-3 --eval-every "$E" --target-loss "$TARGET" --quiet)
   methods=(paci)
   ((P % 2 == 0 && M % 2 == 0)) && methods+=(amdp-2)
   ((P % 4 == 0 && M % 4 == 0)) && methods+=(amdp-4)

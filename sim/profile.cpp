@@ -43,7 +43,9 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
   p.model = j.value("model", "");
   if (p.model != "gpt-tiny" && p.model != "mm-tiny")
     throw SpecError(fmt::format("{}: unknown model '{}'", source, p.model));
-  p.config = j.value("config", nlohmann::json::object());
+  if (!j.contains("config") || !j["config"].is_object())
+    throw SpecError(fmt::format("{}: no 'config' object (the model's sizes, which a plan must match)", source));
+  p.config = j["config"];
   const nlohmann::json mbs = j.value("micro_batch_size", nlohmann::json(0));
   // An integer from 1 to a million: 2.5 or 2^32 + 1 would be read as 2 or 1.
   if (!mbs.is_number_integer() || mbs.get<double>() < 1 || mbs.get<double>() > 1e6)
@@ -67,6 +69,9 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
     lp.weight_bytes = non_negative(l, "weight_bytes", where, kMaxBytes);
     p.layers.push_back(std::move(lp));
   }
+  double total = 0;
+  for (const LayerProfile& l : p.layers) total += l.f.mean_s + l.b.mean_s + l.w.mean_s + l.bw.mean_s;
+  if (!(total > 0)) throw SpecError(fmt::format("{}: every layer's every pass takes 0 s: nothing to tune", source));
   const auto& mb = j.value("message_bytes", nlohmann::json::array());
   if (!mb.is_array() || mb.size() + 1 != p.layers.size())
     throw SpecError(fmt::format("{}: 'message_bytes' needs one entry per cut ({}), has {}", source,

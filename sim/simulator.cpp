@@ -19,6 +19,10 @@ void CommModel::validate() const {
     throw SpecError(fmt::format("link latency must be in [0, {:g}] s (got {:g})", kMaxTaskSeconds, latency_s));
   if (!(bandwidth_Bps > 0)) throw SpecError(fmt::format("link bandwidth must be > 0 (got {})", bandwidth_Bps));
   if (!(message_bytes >= 0)) throw SpecError(fmt::format("message size must be >= 0 (got {})", message_bytes));
+  if (!(message_bytes / bandwidth_Bps <= kMaxTaskSeconds))
+    throw SpecError(fmt::format("a message of {:g} MB would take {:g} s over a {:g} Gbit/s link, over an hour: the "
+                                "message size or the bandwidth is wrong",
+                                message_bytes * 1e-6, message_bytes / bandwidth_Bps, bandwidth_Bps * 8e-9));
 }
 
 namespace {

@@ -219,12 +219,60 @@ TEST(CliInputs, AJsonFileWithAnythingAfterItsValueIsRefused) {
                    message);
   };
   tune_refuses("rrfp_prof2.json", "{\"x\": ", "is not valid JSON");
+  // Every time 0 (the tuner would write an arbitrary plan predicted at 0 ms).
+  ASSERT_EQ(std::system(("sed -E 's/\"mean_s\": *[0-9.e+-]+/\"mean_s\":0/g' " + dir + "rrfp_prof.json > " + dir +
+                         "rrfp_prof0.json").c_str()),
+            0);
+  expect_refused("tune --quiet --profile " + dir + "rrfp_prof0.json --devices 2 -o " + dir + "rrfp_plan.json",
+                 "every layer's every pass takes 0 s");
   // A NUL byte ends the parser's input: the value before it must not pass
   // for the whole file (a profile, and a trace read by --durations).
   tune_refuses("rrfp_prof3.json", "\\000{", "a NUL byte at offset");
   ASSERT_EQ(std::system(("printf '{\"traceEvents\": []}\\000x' > " + dir + "rrfp_nul_trace.json").c_str()), 0);
   expect_refused("sim --hint 1f1b --stages 2 --microbatches 2 --durations " + dir + "rrfp_nul_trace.json",
                  "a NUL byte at offset 19");
+}
+
+// Found by a second audit (2026-12-06): each used to hang, exit 0 with
+// the flag ignored, overwrite one output with another, or name the wrong
+// problem.
+TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
+  const std::string t = kTrain + "--steps 1 ";
+  expect_refused(t + "--link-ms 1e10", "--link-ms 1e+10 is over an hour");  // used to wait 115 days
+  expect_refused(t + "--eval-every 1 --target-loss 0", "--target-loss must be positive, got 0");
+  expect_refused(t + "--eval-microbatches 3", "--eval-microbatches needs --eval-every");
+  expect_refused(t + "--link-jitter 0.5", "--link-jitter is relative to --link-ms");
+  expect_refused(t + "--enc-layers 3", "--enc-layers applies to mm-tiny");
+  expect_refused(t + "--executor plain --inflight-slack 3", "--executor plain has none");
+  expect_refused("train --model mm-tiny --seq-len 32 --steps 1", "--seq-len applies to gpt-tiny");
+  expect_refused(t + "--json same.json --trace same.json", "both write 'same.json'");
+  expect_refused(t + "--inflight-slack 2147483647", "--inflight-slack: Value 2147483647 not in range");
+  expect_refused(t + "--json " + ::testing::TempDir(), "this is a directory");
+  expect_refused(t + "--eval-every 1 --eval-microbatches 1500000000", "over 2^24 sequences");
+  expect_refused(t + "--hint csv:" + std::string(RRFP_SOURCE_DIR) + "/tests/data/reference/zb1p_2rank_2stagep_compute.csv --async paci",
+                 "does not accept the hint 'csv:");
+  expect_refused("sim --json same.json --trace same.json", "both write 'same.json'");
+  expect_refused("sim --cost F=1,BW=5 --split", "--cost BW= is the fused backward's cost");
+  expect_refused("sim --cost F=0,B=0,W=0,BW=1 --split", "--cost BW= is the fused backward's cost");
+  expect_refused("sim --fused --hint 1f1b --stages 2 --microbatches 2 --cost F=0,B=1,BW=0",
+                 "every task of this pipeline would take 0 s");
+  expect_refused("sim --update-ms 1e300", "--update-ms 1e+300 is over an hour");
+  expect_refused("sim --message-mb 1e300 --bandwidth-gbps 1", "over an hour: the message size or the bandwidth");
+  expect_refused("sim --link-jitter 0.5", "--link-jitter is relative to --link-ms");
+  expect_refused("sim --inflight-slack 2147483647", "not in range");
+  expect_refused("sim sweep --param sigma --values 0.1 --variability straggler:0:2:0.5", "drop --variability");
+  expect_refused("sim sweep --param stages --values 2 --stages 8", "drop --stages");
+  expect_refused("sim compare --hints 1f1b --waves 3", "--waves applies to hanayo");
+  expect_refused("sim compare --hints 1f1b --chunks 3", "--chunks applies to interleaved-1f1b");
+  expect_refused("sim compare --hints interleaved-1f1b --chunks 0", "needs --chunks v >= 2 (got 0)");
+  expect_refused("sim compare --hints 1f1b,,gpipe", "has an empty item");
+  expect_refused("sim async --method amdp --directions 3", "AMDP runs 2 or 4 directions, not 3");
+  expect_refused("profile --model mm-tiny --seq-len 32 -o p.json", "--seq-len applies to gpt-tiny, not mm-tiny");
+  expect_refused("profile --executor plain --devices 2 -o p.json", "--devices applies to --executor starpu");
+  // A jitter swept over link delays is fine, and so is a sweep of the delay with a jitter.
+  auto r = run_cli("sim sweep --hint 1f1b --stages 2 --microbatches 4 --param link-ms --values 0.5,1 --link-jitter 0.5 "
+                   "--seeds 1");
+  EXPECT_EQ(r.code, 0) << r.out;
 }
 
 }  // namespace

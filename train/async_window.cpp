@@ -29,12 +29,12 @@ void check_async_options(const TrainOptions& o) {
   if (!amdp && o.async_mode != "paci")
     throw SpecError(fmt::format("unknown --async '{}' (known: paci, amdp)", o.async_mode));
   const char* what = amdp ? "--async amdp" : "--async paci";
-  if (o.microbatches < 1)
-    throw SpecError(fmt::format("--accumulate must be at least 1 microbatch per update, got {}", o.microbatches));
   if (o.hint != "1f1b" || o.hint_object || !o.plan_path.empty())
     throw SpecError(fmt::format("{} {}; it does not accept the hint '{}'", what,
                                 amdp ? "derives its own multi-directional order" : "runs 1F1B without a flush",
                                 o.plan_path.empty() ? o.hint : "of --plan"));
+  if (o.microbatches < 1)
+    throw SpecError(fmt::format("--accumulate must be at least 1 microbatch per update, got {}", o.microbatches));
   if (o.split == 1) throw SpecError(fmt::format("{} runs the fused backward (--split 0), as the paper does", what));
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <utility>
 
+#include "codelets/cost_model.hpp"
 #include "codelets/splitmix.hpp"
 #include "hints/csv.hpp"
 #include "sim/json_file.hpp"
@@ -35,6 +37,11 @@ void check_options(const TrainOptions& o) {
   if (o.checkpoint_every < 0) throw SpecError("--checkpoint-every must not be negative");
   if (o.eval_every < 0) throw SpecError("--eval-every must not be negative");
   if (o.eval_microbatches < 1) throw SpecError("--eval-microbatches must be at least 1");
+  // Sequences a step or an evaluation draws, counted in int further on.
+  for (const auto& [n, flag] : {std::pair{o.microbatches, "--microbatches"}, {o.eval_microbatches, "--eval-microbatches"}})
+    if (static_cast<long long>(n) * o.micro_batch_size > (1 << 24))
+      throw SpecError(fmt::format("{} {} x --micro-batch-size {} is over 2^24 sequences: too large", flag, n,
+                                  o.micro_batch_size));
   if (o.target_loss < 0) throw SpecError("--target-loss must be positive");
   if (o.target_loss > 0 && o.eval_every == 0) throw SpecError("--target-loss needs --eval-every K (steps between evaluations)");
   if (o.eval_every > 0 && o.tensor_parallel > 1) throw SpecError("--eval-every with --tensor-parallel is not supported yet");
@@ -57,8 +64,13 @@ void check_options(const TrainOptions& o) {
     throw SpecError("--mlp-widths with --tensor-parallel is not supported (the shards split 4 * d_model)");
   if (o.tensor_parallel > 1 && !o.partition.empty())
     throw SpecError("--partition / --plan with --tensor-parallel is not supported");
-  if (o.inflight_slack < 0) throw SpecError("the in-flight slack must not be negative");
+  if (o.inflight_slack < 0 || o.inflight_slack > 1000000)
+    throw SpecError(fmt::format("the in-flight slack {} must be in [0, 1000000]", o.inflight_slack));
   if (!(o.link_ms >= 0)) throw SpecError(fmt::format("--link-ms {} must not be negative", o.link_ms));
+  if (o.link_ms > kMaxTaskSeconds * 1e3)  // as bench and sim refuse it; a larger one would overflow the wait
+    throw SpecError(fmt::format("--link-ms {:g} is over an hour: too large", o.link_ms));
+  if (o.link_jitter > 0 && !(o.link_ms > 0))
+    throw SpecError("--link-jitter is relative to --link-ms: it needs --link-ms > 0");
   if (!(o.link_jitter >= 0 && o.link_jitter < 1))
     throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", o.link_jitter));
   if (o.cuda && o.executor == "replay") throw SpecError("--cuda runs with the starpu or plain executor, not replay");
