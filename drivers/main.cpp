@@ -113,7 +113,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rrfp: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "rrfp: error: %s\n", e.what());
+    // LibTorch's errors (an allocation that failed, for one) append the C++
+    // stack they were raised from: the message is what a user can act on.
+    std::string msg = e.what();
+    for (const char* stack : {"\nException raised from ", "\nframe #0: "})
+      if (const size_t at = msg.find(stack); at != std::string::npos) msg.resize(at);
+    std::fprintf(stderr, "rrfp: error: %s\n", msg.c_str());
     return 1;
   }
   // A report on stdout that did not reach its file (a full disk, a closed

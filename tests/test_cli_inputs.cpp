@@ -249,6 +249,7 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
   expect_refused(t + "--inflight-slack 2147483647", "--inflight-slack: Value 2147483647 not in range");
   expect_refused(t + "--json " + ::testing::TempDir(), "this is a directory");
   expect_refused(t + "--eval-every 1 --eval-microbatches 1500000000", "over 2^24 sequences");
+  expect_refused(t + "--seq-len-dist lognormal:", "ends with ':'");  // read as plain lognormal before
   expect_refused(t + "--hint csv:" + std::string(RRFP_SOURCE_DIR) + "/tests/data/reference/zb1p_2rank_2stagep_compute.csv --async paci",
                  "does not accept the hint 'csv:");
   expect_refused("sim --json same.json --trace same.json", "both write 'same.json'");

@@ -35,6 +35,8 @@ SeqLenDist parse_seq_len_dist(const std::string& spec, int seq_len, const std::s
   const auto parts = split(d.spec, ':');
   const std::string& kind = parts.empty() ? d.spec : parts[0];
   const char* forms = "fixed, uniform:MIN:MAX, lognormal[:MEDIAN[:SIGMA]] or docs";
+  if (d.spec.back() == ':')  // split() drops the empty last field: "lognormal:" would read as "lognormal"
+    throw SpecError(fmt::format("--seq-len-dist '{}' ends with ':' (known: {})", d.spec, forms));
   if (kind == "fixed" && parts.size() == 1) return d;
   if (kind == "uniform" && parts.size() == 3) {
     d.type = SeqLenDist::Type::Uniform;
