@@ -148,6 +148,10 @@ void add_train_command(CLI::App& app) {
       if (microbatches->count() == 0 && accumulate->count() == 0) o->microbatches = train::kGptSmallMicrobatches;
     }
     if (!widths->empty()) o->gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
+    // The default widths written out are the default model: one form for
+    // checkpoints and plans to compare (a count that does not match --layers
+    // is left for validate() to name).
+    if (o->gpt.mlp_widths.size() == static_cast<size_t>(o->gpt.layers) && o->gpt.uniform_mlp()) o->gpt.mlp_widths.clear();
     if (!partition->empty()) o->partition = train::parse_int_list(*partition, "--partition");
     if (!o->plan_path.empty())
       for (const char* flag : {"--hint", "--stages", "--microbatches", "--chunks", "--split", "--fused"})

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <fstream>
 #include <map>
 
@@ -59,7 +60,11 @@ Timeline read_chrome_trace(const std::string& path) {
       s.track = it->second;
       s.name = e.value("name", "");
       s.start_s = e.at("ts").get<double>() * 1e-6;
-      s.end_s = s.start_s + e.at("dur").get<double>() * 1e-6;
+      const double dur = e.at("dur").get<double>();
+      if (!(dur >= 0) || !std::isfinite(s.start_s))
+        throw SpecError(fmt::format("'{}': event '{}' at ts {} has duration {}: not a finite time >= 0", path,
+                                    s.name, e.at("ts").dump(), e.at("dur").dump()));
+      s.end_s = s.start_s + dur * 1e-6;
       t.slices.push_back(s);
     }
   } catch (const nlohmann::json::exception& e) {

@@ -270,6 +270,18 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
   expect_refused("sim async --method amdp --directions 3", "AMDP runs 2 or 4 directions, not 3");
   expect_refused("profile --model mm-tiny --seq-len 32 -o p.json", "--seq-len applies to gpt-tiny, not mm-tiny");
   expect_refused("profile --executor plain --devices 2 -o p.json", "--devices applies to --executor starpu");
+  const std::string neg = ::testing::TempDir() + "rrfp_negative_dur.json";
+  ASSERT_EQ(std::system(("printf '{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"F0\",\"ts\":0,\"dur\":-5}]}' > " +
+                         neg).c_str()),
+            0);
+  expect_refused("plot " + neg + " -o " + ::testing::TempDir() + "rrfp_negative_dur.png", "has duration -5");
+  // The default widths, written out, are the default model: its checkpoint resumes.
+  const std::string ck = ::testing::TempDir() + "rrfp_default_widths_ck";
+  std::filesystem::remove_all(ck);
+  ASSERT_EQ(run_cli(t + "--checkpoint " + ck).code, 0);
+  auto resumed = run_cli(kTrain + "--steps 2 --checkpoint " + ck + " --resume --mlp-widths 64,64");
+  EXPECT_EQ(resumed.code, 0) << resumed.out;
+  std::filesystem::remove_all(ck);
   // A jitter swept over link delays is fine, and so is a sweep of the delay with a jitter.
   auto r = run_cli("sim sweep --hint 1f1b --stages 2 --microbatches 4 --param link-ms --values 0.5,1 --link-jitter 0.5 "
                    "--seeds 1");
