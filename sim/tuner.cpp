@@ -314,13 +314,18 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
   auto wanted = [&](const std::string& sched) {
     return o.schedules.empty() || std::find(o.schedules.begin(), o.schedules.end(), sched) != o.schedules.end();
   };
+  std::vector<std::string> skips;  // why each pair was not searched: the error if none was
+  auto skip = [&](const std::string& why) {
+    search.say(why);
+    skips.push_back(why);
+  };
   for (const Layout& l : layouts) {
     for (const std::string& sched : layout_schedules(l))  // before any skip: the skip says why by itself
       if (wanted(sched)) paired = true;
       else offered.push_back(l.name + " " + sched);
     const int S = l.stages(o.devices);
     if (S > prof.blocks() + 2) {
-      search.say(fmt::format("{}: skipped, {} stages but only {} blocks", l.name, S, prof.blocks()));
+      skip(fmt::format("{}: skipped, {} stages but only {} blocks", l.name, S, prof.blocks()));
       continue;
     }
     HintParams hp;
@@ -331,7 +336,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
     try {
       ref_cap = make_hint(reference_hint(l), hp).peak_inflight();
     } catch (const SpecError& e) {
-      search.say(fmt::format("{}: skipped ({})", l.name, e.what()));
+      skip(fmt::format("{}: skipped ({})", l.name, e.what()));
       continue;
     }
     for (const std::string& sched : layout_schedules(l)) {
@@ -341,13 +346,13 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
         try {
           cand.zoo = std::make_shared<const Hint>(make_hint(sched, hp));
         } catch (const SpecError& e) {
-          search.say(fmt::format("{} {}: skipped ({})", l.name, sched, e.what()));
+          skip(fmt::format("{} {}: skipped ({})", l.name, sched, e.what()));
           continue;
         }
       }
       Trial start = search.evaluate(cand, l.asymmetric ? asymmetric_start(prof, o.devices) : balanced_counts(prof, S));
       if (!start.hint) {
-        search.say(fmt::format("{} {}: skipped ({})", l.name, sched, start.why));
+        skip(fmt::format("{} {}: skipped ({})", l.name, sched, start.why));
         continue;
       }
       search.say(fmt::format("{} {}: balanced partition {}: {:.3f} ms, {:.1f} MiB on the fullest device", l.name,
@@ -364,7 +369,8 @@ Plan tune(const ModelProfile& prof, const TuneOptions& options) {
     throw SpecError(fmt::format("--schedules {}: none of them runs on the placements searched (these do: {})",
                                 fmt::join(o.schedules, ","), fmt::join(offered, ", ")));
   if (!best.hint || !best.complete)
-    throw SpecError(fmt::format("no placement and schedule fits {} devices and {} blocks", o.devices, prof.blocks()));
+    throw SpecError(fmt::format("no placement and schedule fits {} devices and {} blocks{}", o.devices, prof.blocks(),
+                                skips.empty() ? "" : fmt::format(" ({})", fmt::join(skips, "; "))));
   if (!best.fits)
     throw SpecError(fmt::format("no plan fits {:.1f} MiB per device (the smallest: {})", o.memory_bytes / 1048576,
                                 smallest));

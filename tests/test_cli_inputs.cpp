@@ -270,6 +270,14 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
   expect_refused("sim async --method amdp --directions 3", "AMDP runs 2 or 4 directions, not 3");
   expect_refused("profile --model mm-tiny --seq-len 32 -o p.json", "--seq-len applies to gpt-tiny, not mm-tiny");
   expect_refused("profile --executor plain --devices 2 -o p.json", "--devices applies to --executor starpu");
+  // The tuner's refusal says why each placement was skipped.
+  const std::string prof = ::testing::TempDir() + "rrfp_audit_prof.json";
+  ASSERT_EQ(run_cli("profile --layers 2 --d-model 16 --heads 2 --seq-len 8 --micro-batch-size 1 --repetitions 1 -o " +
+                    prof).code,
+            0);
+  expect_refused("tune --quiet --profile " + prof + " --placements bidirectional --devices 3 -o " +
+                     ::testing::TempDir() + "rrfp_audit_plan.json",
+                 "needs an even number of devices (got 3)");
   const std::string neg = ::testing::TempDir() + "rrfp_negative_dur.json";
   ASSERT_EQ(std::system(("printf '{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"F0\",\"ts\":0,\"dur\":-5}]}' > " +
                          neg).c_str()),
