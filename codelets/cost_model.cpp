@@ -60,8 +60,8 @@ BaseCost parse_cost(const std::string& spec) {
     double v = parse_number(item.substr(eq + 1), "--cost " + k);
     if (v < 0) throw SpecError(fmt::format("--cost: {} = {} is negative", k, v));
     if (k == "F") c.f = v;
-    else if (k == "B" || k == "I") c.b = v;
-    else if (k == "W") c.w = v;
+    else if (k == "B" || k == "I") c.b = v, c.split_given = true;
+    else if (k == "W") c.w = v, c.split_given = true;
     else if (k == "BW") c.bw = v;
     else throw SpecError(fmt::format("--cost: unknown kind '{}' (F, B, W or BW)", k));
   }
@@ -158,11 +158,13 @@ Durations draw(const TaskGraph& g, const CostOptions& o) {
   if (!o.stage_base.empty() && static_cast<int>(o.stage_base.size()) != g.spec().stages)
     throw SpecError(fmt::format("the profile's partition has {} stages, the pipeline {}", o.stage_base.size(),
                                 g.spec().stages));
-  // --cost BW= costs the fused backward; a split hint has none and would
-  // silently take B + W's default instead.
-  if (g.spec().split_backward && !o.durations && o.stage_base.empty() && o.base.bw >= 0)
-    throw SpecError("--cost BW= is the fused backward's cost, and this hint splits the backward into B and W: "
-                    "give B= and W= (or run it fused, --fused)");
+  // --cost F=1,BW=2 on a graph without a fused backward would run B and W
+  // at their default cost, not at the BW given (with B= or W= also given,
+  // BW is for the fused hints of a comparison).
+  if (!o.durations && o.stage_base.empty() && o.base.bw >= 0 && !o.base.split_given &&
+      std::none_of(g.tasks().begin(), g.tasks().end(), [](const Task& t) { return t.kind == Kind::BW; }))
+    throw SpecError("--cost BW= is the fused backward's cost, and this hint splits every backward into B and W: "
+                    "give B= and W= too (or run it fused, --fused)");
   for (int id = 0; id < n; ++id) {
     if (o.durations) {
       d.task_s[id] = trace_duration(*o.durations, g, id, o.seed);

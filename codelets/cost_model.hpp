@@ -18,6 +18,7 @@ namespace rrfp {
 struct BaseCost {
   double f = 1, b = 1, w = 1;
   double bw = -1;  // fused backward; < 0 means b + w
+  bool split_given = false;  // parse_cost read B= or W=
   double of(Kind k) const;
 };
 // "F=1,B=1,W=1", "F=1,BW=2", any subset; keys case-insensitive.

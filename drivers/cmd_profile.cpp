@@ -55,10 +55,6 @@ void add_profile_command(CLI::App& app) {
       for (const char* flag : {"--devices", "--microbatches"})
         if (c->count(flag) > 0) throw SpecError(fmt::format("{} applies to --executor starpu", flag));
     if (!widths->empty()) o->model.gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
-    // The default widths written out are the default model: one form for
-    // checkpoints and plans to compare (a count that does not match --layers
-    // is left for validate() to name).
-    if (o->model.gpt.mlp_widths.size() == static_cast<size_t>(o->model.gpt.layers) && o->model.gpt.uniform_mlp()) o->model.gpt.mlp_widths.clear();
     require_output_dir(*out, "-o");
     if (o->executor == "starpu" && o->devices > max_cpu_workers())
       throw SpecError(fmt::format("--devices {}: one StarPU CPU worker per device and at most {} here", o->devices,

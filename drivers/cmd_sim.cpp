@@ -118,10 +118,15 @@ void refuse_what_the_plan_fixes(const CLI::App* c) {
 // `rrfp sim --update-ms 0.2 async ...` parses --update-ms as sim's own
 // flag, which the subcommand never reads: refuse it rather than drop it.
 void refuse_flags_before(const CLI::App* sub) {
-  for (const CLI::Option* o : sub->get_parent()->get_options())
-    if (o->count() > 0 && !o->get_lnames().empty() && o->get_lnames().front() != "help")
-      throw SpecError(fmt::format("--{} was given before '{}' and would be ignored: put it after 'sim {}'",
-                                  o->get_lnames().front(), sub->get_name(), sub->get_name()));
+  for (const CLI::Option* o : sub->get_parent()->get_options()) {
+    if (o->count() == 0 || o->get_lnames().empty() || o->get_lnames().front() == "help") continue;
+    const std::string flag = "--" + o->get_lnames().front(), name = sub->get_name();
+    throw SpecError(sub->get_option_no_throw(flag)
+                        ? fmt::format("{} was given before '{}' and would be ignored: put it after 'sim {}'", flag,
+                                      name, name)
+                        : fmt::format("{} was given before '{}', which has no {}: it would be ignored", flag, name,
+                                      flag));
+  }
 }
 
 void run(SimFlags f) {
@@ -190,7 +195,10 @@ void add_compare(CLI::App* sim) {
   c->add_option("--json", *json, "write the table as JSON");
   c->callback([c, f, hints, json] {
     refuse_flags_before(c);
-    const std::vector<std::string> names = split_list(*hints, "--hints");
+    std::vector<std::string> names = split_list(*hints, "--hints");
+    for (std::string& n : names)  // "interleaved" is interleaved-1f1b: compared, and given its chunks, by one name
+      for (const HintInfo& h : hint_registry())
+        if (std::find(h.aliases.begin(), h.aliases.end(), n) != h.aliases.end()) n = h.name;
     auto listed = [&](const char* h) { return std::find(names.begin(), names.end(), h) != names.end(); };
     // Each applies to one hint of the zoo; given without it, it would change nothing.
     if (c->count("--chunks") > 0 && !listed("interleaved-1f1b"))
@@ -390,11 +398,7 @@ void add_sim_command(CLI::App& app) {
   c->require_subcommand(0, 1);
   c->callback([c, f] {
     if (!c->get_subcommands().empty()) return;
-    if (!f->json.empty() && (f->json == f->trace || f->json == f->picture))
-      throw SpecError(fmt::format("--json and --{} both write '{}': one would overwrite the other",
-                                  f->json == f->trace ? "trace" : "png/--svg", f->json));
-    if (!f->trace.empty() && f->trace == f->picture)
-      throw SpecError(fmt::format("--trace and --png/--svg both write '{}'", f->trace));
+    refuse_same_output({{"--json", f->json}, {"--trace", f->trace}, {"--png/--svg", f->picture}});
     if (!f->plan.empty()) refuse_what_the_plan_fixes(c);
     f->policy_given = c->get_option("--policy")->count() > 0;
     f->slack_given = c->get_option("--inflight-slack")->count() > 0;

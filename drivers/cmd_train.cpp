@@ -126,9 +126,7 @@ void add_train_command(CLI::App& app) {
     if (inflight->count() > 0 && o->executor != "starpu")
       throw SpecError(fmt::format("--inflight-slack raises the rrfp policies' caps; --executor {} has none",
                                   o->executor));
-    if (!o->json_path.empty() && o->json_path == o->trace_path)
-      throw SpecError(fmt::format("--json and --trace both write '{}': one would overwrite the other",
-                                  o->json_path));
+    refuse_same_output({{"--json", o->json_path}, {"--trace", o->trace_path}});
     if (c->count("--checkpoint-every") > 0 && o->checkpoint_dir.empty())
       throw SpecError("--checkpoint-every needs --checkpoint DIR");
     if (accumulate->count() > 0 && microbatches->count() > 0)
@@ -148,10 +146,6 @@ void add_train_command(CLI::App& app) {
       if (microbatches->count() == 0 && accumulate->count() == 0) o->microbatches = train::kGptSmallMicrobatches;
     }
     if (!widths->empty()) o->gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
-    // The default widths written out are the default model: one form for
-    // checkpoints and plans to compare (a count that does not match --layers
-    // is left for validate() to name).
-    if (o->gpt.mlp_widths.size() == static_cast<size_t>(o->gpt.layers) && o->gpt.uniform_mlp()) o->gpt.mlp_widths.clear();
     if (!partition->empty()) o->partition = train::parse_int_list(*partition, "--partition");
     if (!o->plan_path.empty())
       for (const char* flag : {"--hint", "--stages", "--microbatches", "--chunks", "--split", "--fused"})

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,16 @@ inline void require_output_dir(const std::string& path, const char* flag) {
     throw SpecError(fmt::format("{} {}: directory '{}' does not exist", flag, path, dir.string()));
   if (::access(dir.c_str(), W_OK) != 0)
     throw SpecError(fmt::format("{} {}: cannot write in '{}'", flag, path, dir.string()));
+}
+
+// Two outputs of one command written to one file: the second would
+// silently replace the first. `outputs`: {flag, path}, empty paths unused.
+inline void refuse_same_output(const std::vector<std::pair<const char*, std::string>>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[i].second.empty() && outputs[i].second == outputs[j].second)
+        throw SpecError(fmt::format("{} and {} both write '{}': one would overwrite the other", outputs[j].first,
+                                    outputs[i].first, outputs[i].second));
 }
 
 struct HintFlags {
@@ -165,7 +176,7 @@ inline void add_profile_flags(CLI::App* app, ProfileFlags& f) {
 }
 
 inline void add_cost_flags(CLI::App* app, CostFlags& f) {
-  f.cost_opt = app->add_option("--cost", f.cost, "base cost per kind in units, e.g. F=1,B=1,W=1 or F=1,BW=2")
+  f.cost_opt = app->add_option("--cost", f.cost, "base cost per kind in units, e.g. F=1,B=1,W=1 (split backward) or F=1,BW=2 (fused)")
                    ->capture_default_str();
   f.unit_opt = app->add_option("--unit-ms", f.opt.unit_ms, "milliseconds per cost unit")->capture_default_str();
   app->add_option("--variability", f.variability,

@@ -76,6 +76,23 @@ std::string command_words(CLI::App* app, int argc, char** argv) {
   return path;
 }
 
+// LibTorch's errors (an allocation that failed, for one) carry the C++
+// stack they were raised from, one "frame #N:" line each: the rest of the
+// message, every joined error included, is what a user can act on.
+std::string without_cpp_stack(const std::string& what) {
+  std::string out;
+  size_t begin = 0;
+  while (begin < what.size()) {
+    size_t end = what.find('\n', begin);
+    if (end == std::string::npos) end = what.size();
+    const std::string line = what.substr(begin, end - begin);
+    if (line.rfind("frame #", 0) != 0 && line.rfind("Exception raised from ", 0) != 0)
+      out += (out.empty() ? "" : "\n") + line;
+    begin = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,17 +125,12 @@ int main(int argc, char** argv) {
   } catch (const rrfp::UnrecoverableError& e) {
     // StarPU holds tasks that will never finish (or other ranks wait for
     // this one): no clean shutdown is possible. Under mpirun every rank stops.
-    rrfp::cli::abort_all_ranks(e.what());
+    rrfp::cli::abort_all_ranks(without_cpp_stack(e.what()));
   } catch (const rrfp::SpecError& e) {
     std::fprintf(stderr, "rrfp: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    // LibTorch's errors (an allocation that failed, for one) append the C++
-    // stack they were raised from: the message is what a user can act on.
-    std::string msg = e.what();
-    for (const char* stack : {"\nException raised from ", "\nframe #0: "})
-      if (const size_t at = msg.find(stack); at != std::string::npos) msg.resize(at);
-    std::fprintf(stderr, "rrfp: error: %s\n", msg.c_str());
+    std::fprintf(stderr, "rrfp: error: %s\n", without_cpp_stack(e.what()).c_str());
     return 1;
   }
   // A report on stdout that did not reach its file (a full disk, a closed

@@ -61,9 +61,10 @@ Timeline read_chrome_trace(const std::string& path) {
       s.name = e.value("name", "");
       s.start_s = e.at("ts").get<double>() * 1e-6;
       const double dur = e.at("dur").get<double>();
-      if (!(dur >= 0) || !std::isfinite(s.start_s))
-        throw SpecError(fmt::format("'{}': event '{}' at ts {} has duration {}: not a finite time >= 0", path,
-                                    s.name, e.at("ts").dump(), e.at("dur").dump()));
+      if (!(dur >= 0) || !std::isfinite(dur) || !std::isfinite(s.start_s))
+        throw SpecError(fmt::format("'{}': event '{}' at ts {} has a negative duration or a time that is not finite "
+                                    "(dur {})",
+                                    path, s.name, e.at("ts").dump(), e.at("dur").dump()));
       s.end_s = s.start_s + dur * 1e-6;
       t.slices.push_back(s);
     }

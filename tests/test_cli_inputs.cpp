@@ -254,9 +254,14 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
                  "does not accept the hint 'csv:");
   expect_refused("sim --json same.json --trace same.json", "both write 'same.json'");
   expect_refused("sim --cost F=1,BW=5 --split", "--cost BW= is the fused backward's cost");
-  expect_refused("sim --cost F=0,B=0,W=0,BW=1 --split", "--cost BW= is the fused backward's cost");
+  expect_refused("sim --cost F=0,B=0,W=0,BW=1 --split", "every task of this pipeline would take 0 s");
   expect_refused("sim --fused --hint 1f1b --stages 2 --microbatches 2 --cost F=0,B=1,BW=0",
                  "every task of this pipeline would take 0 s");
+  expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --json same.json --trace same.json",
+                 "both write 'same.json'");
+  expect_refused("train --model mm-tiny --d-model 16 --layers 2 --mlp-widths 64,64 --steps 1",
+                 "--mlp-widths applies to gpt-tiny");
+  expect_refused("sim --update-ms 0.2 compare", "which has no --update-ms");
   expect_refused("sim --update-ms 1e300", "--update-ms 1e+300 is over an hour");
   expect_refused("sim --message-mb 1e300 --bandwidth-gbps 1", "over an hour: the message size or the bandwidth");
   expect_refused("sim --link-jitter 0.5", "--link-jitter is relative to --link-ms");
@@ -282,7 +287,7 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
   ASSERT_EQ(std::system(("printf '{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"F0\",\"ts\":0,\"dur\":-5}]}' > " +
                          neg).c_str()),
             0);
-  expect_refused("plot " + neg + " -o " + ::testing::TempDir() + "rrfp_negative_dur.png", "has duration -5");
+  expect_refused("plot " + neg + " -o " + ::testing::TempDir() + "rrfp_negative_dur.png", "has a negative duration");
   // The default widths, written out, are the default model: its checkpoint resumes.
   const std::string ck = ::testing::TempDir() + "rrfp_default_widths_ck";
   std::filesystem::remove_all(ck);
@@ -290,6 +295,14 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
   auto resumed = run_cli(kTrain + "--steps 2 --checkpoint " + ck + " --resume --mlp-widths 64,64");
   EXPECT_EQ(resumed.code, 0) << resumed.out;
   std::filesystem::remove_all(ck);
+  // BW costs a graph's fused backwards: accepted where one runs (DualPipeV
+  // fuses some), and beside B and W for the fused hints of a comparison.
+  for (const char* ok : {"sim --hint dualpipev --stages 2 --microbatches 4 --cost F=1,B=1,W=1,BW=1.5",
+                         "sim compare --stages 2 --microbatches 4 --cost F=1,B=1,W=1,BW=1.5",
+                         "sim compare --hints interleaved --chunks 2 --stages 2 --microbatches 4"}) {
+    auto r = run_cli(ok);
+    EXPECT_EQ(r.code, 0) << ok << "\n" << r.out;
+  }
   // A jitter swept over link delays is fine, and so is a sweep of the delay with a jitter.
   auto r = run_cli("sim sweep --hint 1f1b --stages 2 --microbatches 4 --param link-ms --values 0.5,1 --link-jitter 0.5 "
                    "--seeds 1");

@@ -38,10 +38,11 @@ void check_options(const TrainOptions& o) {
   if (o.eval_every < 0) throw SpecError("--eval-every must not be negative");
   if (o.eval_microbatches < 1) throw SpecError("--eval-microbatches must be at least 1");
   // Sequences a step or an evaluation draws, counted in int further on.
+  const long long per_microbatch = o.batch_size > 0 ? o.batch_size / o.microbatches : o.micro_batch_size;
   for (const auto& [n, flag] : {std::pair{o.microbatches, "--microbatches"}, {o.eval_microbatches, "--eval-microbatches"}})
-    if (static_cast<long long>(n) * o.micro_batch_size > (1 << 24))
-      throw SpecError(fmt::format("{} {} x --micro-batch-size {} is over 2^24 sequences: too large", flag, n,
-                                  o.micro_batch_size));
+    if (n * per_microbatch > (1 << 24))
+      throw SpecError(fmt::format("{} {} x {} sequences a microbatch is over 2^24 sequences: too large", flag, n,
+                                  per_microbatch));
   if (o.target_loss < 0) throw SpecError("--target-loss must be positive");
   if (o.target_loss > 0 && o.eval_every == 0) throw SpecError("--target-loss needs --eval-every K (steps between evaluations)");
   if (o.eval_every > 0 && o.tensor_parallel > 1) throw SpecError("--eval-every with --tensor-parallel is not supported yet");
@@ -101,8 +102,17 @@ std::function<double(int, int)> link_delays(const TrainOptions& o, int step) {
 nlohmann::json gpt_json(const GptConfig& c) {
   nlohmann::json j = {
       {"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"layers", c.layers}, {"seq_len", c.seq_len}};
-  if (!c.mlp_widths.empty()) j["mlp_widths"] = c.mlp_widths;
+  if (!c.uniform_mlp()) j["mlp_widths"] = c.mlp_widths;  // the default widths spelled out are the default model
   return j;
+}
+
+void canonical_gpt_json(nlohmann::json& gpt) {
+  if (!gpt.is_object() || !gpt.contains("mlp_widths") || !gpt["mlp_widths"].is_array() || !gpt.contains("d_model") ||
+      !gpt["d_model"].is_number_integer())
+    return;
+  for (const auto& w : gpt["mlp_widths"])
+    if (w != 4 * gpt["d_model"].get<int>()) return;
+  gpt.erase("mlp_widths");
 }
 
 CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t) {
