@@ -119,6 +119,16 @@ void check_link_gbps(double gbps, const std::string& what) {
     throw SpecError(fmt::format("{} {} must be 0 (infinite) or from 1e-06 (1 kbit/s) to 1e+09", what, gbps));
 }
 
+void check_link_delay(double link_ms, double jitter, bool jitter_needs_delay) {
+  if (!(link_ms >= 0) || !std::isfinite(link_ms)) throw SpecError(fmt::format("--link-ms {} must not be negative", link_ms));
+  if (link_ms > kMaxTaskSeconds * 1e3)  // a larger one would overflow a wait or a sum
+    throw SpecError(fmt::format("--link-ms {:g} is over an hour: too large", link_ms));
+  if (!(jitter >= 0 && jitter < 1))
+    throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", jitter));
+  if (jitter_needs_delay && jitter > 0 && link_ms == 0)
+    throw SpecError("--link-jitter is relative to --link-ms: it needs --link-ms > 0");
+}
+
 void validate(const CostOptions& o) {
   if (o.durations && o.var.type != Variability::Type::None)
     throw SpecError("--durations replays measured durations: drop --variability (or drop --durations)");
@@ -135,9 +145,8 @@ void validate(const CostOptions& o) {
   if (o.durations && !o.stage_base.empty())
     throw SpecError("--durations replays measured durations: drop --profile (or drop --durations)");
   if (!(o.unit_ms > 0) || !std::isfinite(o.unit_ms)) throw SpecError(fmt::format("--unit-ms {} must be positive", o.unit_ms));
-  if (!(o.link_ms >= 0) || !std::isfinite(o.link_ms)) throw SpecError(fmt::format("--link-ms {} must not be negative", o.link_ms));
-  if (!(o.link_jitter >= 0 && o.link_jitter < 1))
-    throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", o.link_jitter));
+  // A sweep over --link-ms keeps its jitter at a point without delay.
+  check_link_delay(o.link_ms, o.link_jitter, false);
 }
 
 std::string variability_label(const CostOptions& o) {

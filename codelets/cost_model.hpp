@@ -71,6 +71,10 @@ inline constexpr double kMinLinkBandwidthBps = 125;
 // (infinite) or from kMinLinkBandwidthBps to 1e9 Gbit/s; throws SpecError
 // naming `what` (the flag) otherwise.
 void check_link_gbps(double gbps, const std::string& what);
+// --link-ms and --link-jitter, as every command takes them: a delay from 0
+// to an hour, a jitter in [0, 1) relative to it, and (`jitter_needs_delay`)
+// no jitter without a delay, which would change nothing. SpecError otherwise.
+void check_link_delay(double link_ms, double jitter, bool jitter_needs_delay = true);
 
 // Realized durations, in seconds.
 struct Durations {

@@ -196,9 +196,7 @@ void add_compare(CLI::App* sim) {
   c->callback([c, f, hints, json] {
     refuse_flags_before(c);
     std::vector<std::string> names = split_list(*hints, "--hints");
-    for (std::string& n : names)  // "interleaved" is interleaved-1f1b: compared, and given its chunks, by one name
-      for (const HintInfo& h : hint_registry())
-        if (std::find(h.aliases.begin(), h.aliases.end(), n) != h.aliases.end()) n = h.name;
+    for (std::string& n : names) n = canonical_hint_name(n);  // "interleaved": its chunks, by one name
     auto listed = [&](const char* h) { return std::find(names.begin(), names.end(), h) != names.end(); };
     // Each applies to one hint of the zoo; given without it, it would change nothing.
     if (c->count("--chunks") > 0 && !listed("interleaved-1f1b"))

@@ -106,8 +106,7 @@ struct CostFlags {
   CostOptions resolve() const {
     if (!durations.empty()) refuse_synthetic_costs("--durations");
     CostOptions o = opt;
-    if (o.link_jitter > 0 && !(o.link_ms > 0) && !link_swept)
-      throw SpecError("--link-jitter is relative to --link-ms: it needs --link-ms > 0");
+    check_link_delay(o.link_ms, o.link_jitter, !link_swept);
     o.base = parse_cost(cost);
     o.var = parse_variability(variability);
     if (!durations_model.empty() && durations.empty()) throw SpecError("--durations-model needs --durations FILE");

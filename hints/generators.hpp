@@ -36,6 +36,9 @@ const std::vector<HintInfo>& hint_registry();
 Hint make_hint(const std::string& name, const HintParams& p);
 // The hint at its own dimensions: a CSV file's, or a generator's defaults.
 Hint make_hint(const std::string& name);
+// The registry's name of an alias ("interleaved" -> "interleaved-1f1b");
+// any other name as it is.
+std::string canonical_hint_name(const std::string& name);
 // True for "csv:PATH", a hint that brings its own dimensions.
 inline bool is_csv_hint(const std::string& name) { return name.rfind("csv:", 0) == 0; }
 

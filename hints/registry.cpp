@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "hints/csv.hpp"
 #include "hints/gen_zoo.hpp"
 
@@ -63,6 +65,12 @@ const std::vector<HintInfo>& hint_registry() {
   return reg;
 }
 
+std::string canonical_hint_name(const std::string& name) {
+  for (const HintInfo& h : hint_registry())
+    if (std::find(h.aliases.begin(), h.aliases.end(), name) != h.aliases.end()) return h.name;
+  return name;
+}
+
 Hint make_hint(const std::string& name, const HintParams& p) {
   if (p.waves > 0 && name != "hanayo")  // ignored elsewhere, so a typo in the hint would go unnoticed
     throw SpecError(fmt::format("--waves applies to hint 'hanayo', not '{}'", name));
@@ -72,15 +80,13 @@ Hint make_hint(const std::string& name, const HintParams& p) {
     check_csv_agrees(h, p, name.substr(4));
     return h;
   }
-  for (const HintInfo& h : hint_registry()) {
-    bool match = h.name == name;
-    for (const std::string& a : h.aliases) match = match || a == name;
-    if (match) {
+  const std::string canonical = canonical_hint_name(name);
+  for (const HintInfo& h : hint_registry())
+    if (h.name == canonical) {
       Hint out = h.make(p);
       if (name != h.name) out.name = name;
       return out;
     }
-  }
   std::string known;
   for (const HintInfo& h : hint_registry()) known += (known.empty() ? "" : ", ") + h.name;
   throw SpecError(fmt::format("unknown hint '{}' (known: {}; or csv:PATH)", name, known));

@@ -67,13 +67,7 @@ void check_options(const TrainOptions& o) {
     throw SpecError("--partition / --plan with --tensor-parallel is not supported");
   if (o.inflight_slack < 0 || o.inflight_slack > 1000000)
     throw SpecError(fmt::format("the in-flight slack {} must be in [0, 1000000]", o.inflight_slack));
-  if (!(o.link_ms >= 0)) throw SpecError(fmt::format("--link-ms {} must not be negative", o.link_ms));
-  if (o.link_ms > kMaxTaskSeconds * 1e3)  // as bench and sim refuse it; a larger one would overflow the wait
-    throw SpecError(fmt::format("--link-ms {:g} is over an hour: too large", o.link_ms));
-  if (o.link_jitter > 0 && !(o.link_ms > 0))
-    throw SpecError("--link-jitter is relative to --link-ms: it needs --link-ms > 0");
-  if (!(o.link_jitter >= 0 && o.link_jitter < 1))
-    throw SpecError(fmt::format("--link-jitter {} must be in [0, 1) (relative to --link-ms)", o.link_jitter));
+  check_link_delay(o.link_ms, o.link_jitter);
   if (o.cuda && o.executor == "replay") throw SpecError("--cuda runs with the starpu or plain executor, not replay");
   // Its all-reduces run inside autograd nodes, which LibTorch runs on one
   // thread per GPU: two members of a group in one process would each block

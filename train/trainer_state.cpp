@@ -30,8 +30,8 @@ void Trainer::Impl::resume() {
   // Written before these keys existed (2026-12-05): what they guard
   // cannot be told from such a file, so it is taken as this run's.
   if (!meta.contains("data") && ident.contains("data")) meta["data"] = ident["data"];
-  if (o.model == "mm-tiny") meta.erase("validation");
-  if (meta.contains("gpt")) canonical_gpt_json(meta["gpt"]);  // default widths spelled out by an older file  // older mm-tiny files had it; it changes no mm-tiny data
+  if (o.model == "mm-tiny") meta.erase("validation");  // older mm-tiny files had it; it changes no mm-tiny data
+  if (meta.contains("gpt")) canonical_gpt_json(meta["gpt"]);  // default widths spelled out by an older file
   check_identity(ident, meta, where);
   try {
     const auto& full = model().all_params();
