@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the tests with a sanitizer and runs the subset that build is for
-# (README, "Sanitizers"): address = ASan + UBSan on the core, runtime,
+# (README, "Building it yourself"): address = ASan + UBSan on the core, runtime,
 # simulator, CSV, training-pass, BLAS, data-flow and policy-API suites;
 # thread = TSan on the policies, the submitter, tensor parallelism and the
 # training passes. Usage: scripts/sanitize.sh address|thread
