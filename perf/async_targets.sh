@@ -1,0 +1,94 @@
+#!/bin/bash
+# Issue 14: PACI's time to target at several targets, learning rates and
+# step sizes (perf/RESULTS.md). perf/async_depth.sh measures one target
+# (2.4, early in training); this one asks how the answer moves as the
+# target is set lower, i.e. as training runs longer.
+#   1. Loss curves, measured: for each P, lr and M, one synchronous 1F1B run
+#      (every synchronous schedule makes the same updates) and one PACI run
+#      (--accumulate M, --window WINDOW) of gpt-tiny (--layers max(4, P)),
+#      STEPS steps, validation every EVAL_EVERY steps; no --target-loss, so
+#      both curves run to the end. The step at which each curve first reaches
+#      each target is read off them (rounded up to EVAL_EVERY).
+#   2. Step time, simulated as in perf/async_depth.sh (F = 1 ms, B = W = 1 ms
+#      split for PACI, lognormal(0.3), 0.2 ms update per stage and step, mean
+#      over SEEDS seeds) under POLICY: 1F1B, ZB-H1 and (even P) Chimera
+#      flushed every step, PACI in WINDOW-step graphs.
+#   3. Time to target = steps x simulated step; "sync / paci" is the fastest
+#      synchronous schedule's time over PACI's (> 1: PACI is sooner).
+# Usage: [POLICY=rrfp-wait] [SEEDS=5] [WINDOW=30] [EVAL_EVERY=2]
+#        perf/async_targets.sh [build dir] [stage counts] [lrs] [Ms] [steps] [targets]
+set -euo pipefail
+BUILD=${1:-build}
+DEPTHS=${2:-4,8}
+LRS=${3:-1e-3,2.5e-4}
+MS=${4:-4,8}
+STEPS=${5:-400}
+TARGETS=${6:-2.4,2.0,1.6,1.2}
+POL=${POLICY:-rrfp-wait}
+SEEDS=${SEEDS:-5}
+W=${WINDOW:-30}
+E=${EVAL_EVERY:-2}
+R=$BUILD/rrfp
+[ -x "$R" ] || { echo "error: $R not found (cmake --build $BUILD)" >&2; exit 2; }
+export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+date -u +"%Y-%m-%d %H:%M UTC"
+echo "targets $TARGETS within $STEPS steps, P in $DEPTHS, lr in $LRS, M in $MS, policy $POL, --window $W, --eval-every $E, $SEEDS simulated seeds"
+IFS=, read -r -a PS <<<"$DEPTHS"
+IFS=, read -r -a LS <<<"$LRS"
+IFS=, read -r -a MM <<<"$MS"
+V=(--variability lognormal:0.3)
+for P in "${PS[@]}"; do
+  L=$((P > 4 ? P : 4))
+  for M in "${MM[@]}"; do
+    for lr in "${LS[@]}"; do
+      T=(train --stages "$P" --layers "$L" --steps "$STEPS" --lr "$lr" --eval-every "$E" --quiet)
+      STARPU_SCHED=$POL "$R" "${T[@]}" --hint 1f1b --fused --microbatches "$M" --json "$OUT/train.$P.$M.$lr.sync.json"
+      STARPU_SCHED=$POL "$R" "${T[@]}" --async paci --accumulate "$M" --window "$W" --json "$OUT/train.$P.$M.$lr.paci.json"
+    done
+    for ((seed = 1; seed <= SEEDS; ++seed)); do
+      "$R" sim async --stages "$P" --accumulate "$M" --window "$W" --update-ms 0.2 "${V[@]}" --method paci \
+        --policy "$POL" --seed "$seed" --json "$OUT/sim.$P.$M.paci.$seed.json" >/dev/null
+      sync=(1f1b zb-h1)
+      ((P % 2 == 0)) && sync+=(chimera)
+      for h in "${sync[@]}"; do
+        "$R" sim --hint "$h" --stages "$P" --microbatches "$M" --update-ms 0.2 "${V[@]}" --policy "$POL" \
+          --seed "$seed" --json "$OUT/sim.$P.$M.$h.$seed.json" >/dev/null
+      done
+    done
+    echo "P = $P, M = $M done" >&2
+  done
+done
+python3 - "$OUT" "$DEPTHS" "$LRS" "$MS" "$TARGETS" "$SEEDS" <<'PY'
+import json, os, sys
+out, seeds = sys.argv[1], int(sys.argv[6])
+depths, lrs, ms = sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4].split(",")
+targets = [float(t) for t in sys.argv[5].split(",")]
+load = lambda name: json.load(open(os.path.join(out, name)))
+def step_ms(P, M, name):  # mean over the seeds
+    runs = [load(f"sim.{P}.{M}.{name}.{s}.json") for s in range(1, seeds + 1)]
+    return 1e3 * sum(r.get("async_step_s", r.get("makespan_s")) for r in runs) / len(runs)
+def first_step(run, target):  # the first evaluated step at or below the target
+    for i, s in enumerate(run["steps"]):
+        if s.get("val_loss", -1) >= 0 and s["val_loss"] <= target:
+            return s.get("step", i + 1)
+    return None
+print(f"{'P':>3} {'M':>2} {'lr':>7} {'target':>6} {'sync steps':>10} {'paci steps':>10} {'sync ms':>9} {'paci ms':>9} {'sync / paci':>11}")
+for P in depths:
+    for M in ms:
+        sync_names = ["1f1b", "zb-h1"] + (["chimera"] if int(P) % 2 == 0 else [])
+        best_name = min(sync_names, key=lambda h: step_ms(P, M, h))
+        best, paci = step_ms(P, M, best_name), step_ms(P, M, "paci")
+        print(f"# P = {P}, M = {M}: fastest synchronous step {best_name} {best:.2f} ms, PACI {paci:.2f} ms (step ratio {best / paci:.2f})")
+        for lr in lrs:
+            sync_run, paci_run = load(f"train.{P}.{M}.{lr}.sync.json"), load(f"train.{P}.{M}.{lr}.paci.json")
+            for t in targets:
+                a, b = first_step(sync_run, t), first_step(paci_run, t)
+                ta, tb = (a * best if a else None), (b * paci if b else None)
+                ratio = f"{ta / tb:.2f}" if ta and tb else "-"
+                f = lambda x: str(x) if x else "never"
+                g = lambda x: f"{x:.0f}" if x else "-"
+                print(f"{P:>3} {M:>2} {lr:>7} {t:6.2f} {f(a):>10} {f(b):>10} {g(ta):>9} {g(tb):>9} {ratio:>11}")
+print("(steps rounded up to the evaluation period; a curve that never reaches a target within the run shows 'never')")
+PY
