@@ -1,0 +1,180 @@
+"""PACI's semantics in plain PyTorch, one process, no runtime: a cross-check
+of `rrfp train --async paci` (docs/async.md, "What the staleness costs").
+
+gpt-tiny, its data, initialisation and AdamW come from gpt_torch.py (the same
+as rrfp's, op for op). The P stages run one after another in this process;
+a small event simulation (F = 1, BW = 2 time units a stage) decides the
+order, with PACI's rules:
+  - a stage runs a backward whose gradient has arrived before any forward;
+  - it admits a forward only while fewer than P - s of its forwards wait
+    for their backward (1F1B's warm-up window), and never flushes;
+  - after every A of its backwards it alone applies AdamW to the sum of
+    their gradients (the last stage scales each loss by 1/A);
+  - no weight stashing: a backward runs against the stage's weights as they
+    are then, which may be newer than the forward's (the update writes the
+    parameters' data, so autograd does not refuse the stale graph).
+`--sync` runs the same steps synchronously instead (every stage updates
+after all A microbatches of a step), as rrfp's flushed schedules do.
+
+Prints one line per step (the mean loss of its A microbatches, in step
+order) and, for PACI, the drift each stage's backwards saw.
+  python3 paci_reference.py --stages 8 --layers 8 --microbatches 4 --lr 1e-3 --steps 300 [--sync] [--json F]
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt_torch as g  # noqa: E402
+
+
+class StageAdamW(g.AdamW):
+    """gpt_torch's AdamW through the parameters' data: an update between a
+    forward and its backward must not bump the version autograd checks."""
+
+    def step(self):
+        torch = self.torch
+        with torch.no_grad():
+            self.t += 1
+            bc1, bc2 = 1.0 - self.b1 ** self.t, 1.0 - self.b2 ** self.t
+            for p, m, v in zip(self.params, self.m, self.v):
+                d, grad = p.data, p.grad
+                if self.wd != 0 and d.dim() >= 2:
+                    d.mul_(1.0 - self.lr * self.wd)
+                m.mul_(self.b1).add_(grad, alpha=1.0 - self.b1)
+                v.mul_(self.b2).addcmul_(grad, grad, value=1.0 - self.b2)
+                d.addcdiv_(m, (v / bc2).sqrt_().add_(self.eps), value=-self.lr / bc1)
+                p.grad = None
+
+
+def build(args, torch):
+    params, bb = g.build_params(torch, args.d_model, args.layers, args.seq_len, 256, args.seed)
+    parts = g.partition_blocks(args.layers, args.stages)
+    P = args.stages
+    stages = [g.make_stage_module(torch, args, params, bb, parts[s], s == 0, s == P - 1) for s in range(P)]
+    opts = [StageAdamW(torch, st.ordered_params(), lr=args.lr) for st in stages]
+    return stages, opts
+
+
+def run(args, torch):
+    stages, opts = build(args, torch)
+    P, A, b, T = args.stages, args.microbatches, args.micro_batch_size, args.seq_len
+    sampler = g.Sampler(g.load_corpus(args), T, args.seed ^ 0xDA7A)
+    total = A * args.steps
+    data = []
+    for _ in range(args.steps):  # step k's A microbatches, as rrfp draws them
+        tok, tgt = g._batch(torch, sampler, A * b, T)
+        data += [(tok[m * b:(m + 1) * b], tgt[m * b:(m + 1) * b]) for m in range(A)]
+    losses = [0.0] * total
+    version = [0] * P
+    drift = [[] for _ in range(P)]
+    saved = {}  # (s, m): (input that requires grad or None, output, version at F)
+    grad_in = {}  # (s, m): the gradient stage s's backward of m receives
+
+    def forward(s, m):
+        x = data[m][0] if s == 0 else saved[(s - 1, m)][1].detach().requires_grad_()
+        y = stages[s](x)
+        saved[(s, m)] = (x if s > 0 else None, y, version[s])
+
+    def backward(s, m):
+        x, y, v = saved.pop((s, m))
+        if s == P - 1:
+            loss = g.loss_fn(y, data[m][1])
+            losses[m] = loss.item()
+            (loss / A).backward()
+        else:
+            y.backward(grad_in.pop((s, m)))
+        if x is not None:
+            grad_in[(s - 1, m)] = x.grad
+        drift[s].append(version[s] - v)
+
+    if args.sync:
+        for k in range(args.steps):
+            for m in range(k * A, (k + 1) * A):
+                for s in range(P):
+                    forward(s, m)
+                for s in reversed(range(P)):
+                    backward(s, m)
+            for o in opts:
+                o.step()
+            version = [v + 1 for v in version]
+        return losses, drift
+
+    # PACI: an event simulation picks each stage's next pass.
+    nf, nb = [0] * P, [0] * P  # forwards and backwards run by each stage
+    f_done = [[False] * total for _ in range(P)]
+    b_done = [[False] * total for _ in range(P)]
+    busy, now, events = [False] * P, 0, []  # busy until its end event is taken
+
+    def pick(s):
+        m = nb[s]
+        if m < nf[s] and (s == P - 1 and f_done[s][m] or s < P - 1 and b_done[s + 1][m]):
+            return "B", m
+        m = nf[s]
+        if m < total and nf[s] - nb[s] < P - s and (s == 0 or f_done[s - 1][m]):
+            return "F", m
+        return None
+
+    while min(nb) < total:
+        for s in range(P):  # every idle stage starts what it can
+            if not busy[s] and (p := pick(s)):
+                kind, m = p
+                if kind == "F":
+                    forward(s, m)
+                    nf[s] += 1
+                else:
+                    backward(s, m)
+                    nb[s] += 1
+                busy[s] = True
+                heapq.heappush(events, (now + (1 if kind == "F" else 2), s, kind, m))
+        t, s, kind, m = heapq.heappop(events)
+        now, busy[s] = t, False
+        (f_done if kind == "F" else b_done)[s][m] = True
+        if kind == "B" and nb[s] % A == 0:  # the group's last backward: update before the next pass
+            opts[s].step()
+            version[s] += 1
+    return losses, drift
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stages", type=int, default=8)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--microbatches", type=int, default=4, help="A: microbatches a step and an update")
+    ap.add_argument("--micro-batch-size", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--seq-len", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--corpus", default="")
+    ap.add_argument("--sync", action="store_true", help="flush every step instead of PACI")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+    if args.stages > args.layers or args.microbatches < 1 or args.steps < 1:
+        raise SystemExit("need stages <= layers, --microbatches >= 1 and --steps >= 1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+    torch.set_num_threads(1)
+    losses, drift = run(args, torch)
+    A = args.microbatches
+    steps = [sum(losses[k * A:(k + 1) * A]) / A for k in range(args.steps)]
+    for k, l in enumerate(steps):
+        print(f"step {k + 1:>4}  loss {l:.4f}")
+    if not args.sync:
+        print("drift mean per stage:", " ".join(f"{sum(d) / len(d):.2f}" for d in drift))
+        print("drift max per stage: ", " ".join(str(max(d)) for d in drift))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"losses": steps, "sync": args.sync, "lr": args.lr, "stages": args.stages,
+                       "drift_mean": [sum(d) / len(d) if d else 0 for d in drift]}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
