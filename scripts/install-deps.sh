@@ -17,7 +17,7 @@ PKGS=(build-essential cmake pkg-config git
       libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev
       libtorch-dev python3 python3-venv
-      python3-torch            # perf/peers/paci_reference.py: PACI's rules in plain PyTorch, a test's reference
+      python3-torch            # perf/peers/async_reference.py: PACI's and AMDP's rules in plain PyTorch, a test's reference
       libopenblas0-openmp      # LibTorch's libblas.so.3: the OpenMP build, as LibTorch's own threads
       libgoogle-perftools-dev) # tcmalloc for the training programs (docs/training.md)
 missing=()

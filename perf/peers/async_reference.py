@@ -1,5 +1,6 @@
-"""PACI's semantics in plain PyTorch, one process, no runtime: a cross-check
-of `rrfp train --async paci` (docs/async.md, "What the staleness costs").
+"""PACI's and reproducible AMDP's semantics in plain PyTorch, one process,
+no runtime: a cross-check of `rrfp train --async paci` and of
+`rrfp train --async amdp --deterministic` (docs/async.md).
 
 gpt-tiny, its data, initialisation and AdamW come from gpt_torch.py (the same
 as rrfp's, op for op). The P stages run one after another in this process;
@@ -13,12 +14,18 @@ order, with PACI's rules:
   - no weight stashing: a backward runs against the stage's weights as they
     are then, which may be newer than the forward's (the update writes the
     parameters' data, so autograd does not refuse the stale graph).
-`--sync` runs the same steps synchronously instead (every stage updates
-after all A microbatches of a step), as rrfp's flushed schedules do.
+`--method amdp` follows reproducible AMDP instead ("Reproducible AMDP"):
+one weight set per stage, updated once a step; in every step but the
+first of a window each forward runs on the weights before the previous
+step's update and its backward on the weights after it (the order of
+passes does not matter then, so none is simulated). `--method sync` runs
+the same steps flushed (every stage updates after all A microbatches of a
+step), as rrfp's synchronous schedules do.
 
 Prints one line per step (the mean loss of its A microbatches, in step
 order) and, for PACI, the drift each stage's backwards saw.
-  python3 paci_reference.py --stages 8 --layers 8 --microbatches 4 --lr 1e-3 --steps 300 [--sync] [--json F]
+  python3 async_reference.py --stages 8 --layers 8 --microbatches 4 --lr 1e-3 --steps 300 \
+      [--method paci|amdp|sync] [--window K] [--json F]
 """
 from __future__ import annotations
 
@@ -92,13 +99,24 @@ def run(args, torch):
             grad_in[(s - 1, m)] = x.grad
         drift[s].append(version[s] - v)
 
-    if args.sync:
+    if args.method != "paci":
+        params = [p for st in stages for p in st.ordered_params()]
+        older = None  # the weights before the last update (AMDP)
         for k in range(args.steps):
+            stale = args.method == "amdp" and k % args.window != 0
             for m in range(k * A, (k + 1) * A):
+                if stale:  # forwards on the older weights, through the data as rrfp's copies are
+                    current = [p.data.clone() for p in params]
+                    for p, o in zip(params, older):
+                        p.data.copy_(o)
                 for s in range(P):
                     forward(s, m)
+                if stale:
+                    for p, c in zip(params, current):
+                        p.data.copy_(c)
                 for s in reversed(range(P)):
                     backward(s, m)
+            older = [p.data.clone() for p in params]
             for o in opts:
                 o.step()
             version = [v + 1 for v in version]
@@ -153,11 +171,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--corpus", default="")
-    ap.add_argument("--sync", action="store_true", help="flush every step instead of PACI")
+    ap.add_argument("--method", choices=["paci", "amdp", "sync"], default="paci")
+    ap.add_argument("--window", type=int, default=30, help="amdp: steps a window (rrfp's --window)")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
-    if args.stages > args.layers or args.microbatches < 1 or args.steps < 1:
-        raise SystemExit("need stages <= layers, --microbatches >= 1 and --steps >= 1")
+    if args.stages > args.layers or args.microbatches < 1 or args.steps < 1 or args.window < 1:
+        raise SystemExit("need stages <= layers, --microbatches, --steps and --window >= 1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
     torch.set_num_threads(1)
@@ -166,12 +185,12 @@ def main(argv=None):
     steps = [sum(losses[k * A:(k + 1) * A]) / A for k in range(args.steps)]
     for k, l in enumerate(steps):
         print(f"step {k + 1:>4}  loss {l:.4f}")
-    if not args.sync:
+    if args.method == "paci":
         print("drift mean per stage:", " ".join(f"{sum(d) / len(d):.2f}" for d in drift))
         print("drift max per stage: ", " ".join(str(max(d)) for d in drift))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"losses": steps, "sync": args.sync, "lr": args.lr, "stages": args.stages,
+            json.dump({"losses": steps, "method": args.method, "lr": args.lr, "stages": args.stages,
                        "drift_mean": [sum(d) / len(d) if d else 0 for d in drift]}, f)
     return 0
 

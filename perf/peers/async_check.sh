@@ -1,0 +1,45 @@
+#!/bin/bash
+# CTest perf.async_reference: `rrfp train --async paci` and
+# `--async amdp --deterministic` against their rules written out in plain
+# PyTorch (async_reference.py, one process, no runtime). PACI runs under
+# rrfp-fixed, where each stage follows its 1F1B order, so the version every
+# pass reads is fixed; reproducible AMDP fixes the versions itself. So the
+# losses must agree step by step: a stale backward that read the wrong
+# weights, a gradient summed into the wrong group or an update at the wrong
+# place would change them. Exits 77 (CTest SKIP_RETURN_CODE) when no Python
+# imports torch (Debian's python3-torch, which scripts/install-deps.sh
+# installs, is enough).
+# Usage: perf/peers/async_check.sh RRFP_BINARY OUT_DIR
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+RRFP=${1:?usage: async_check.sh RRFP_BINARY OUT_DIR}
+OUT=${2:?usage: async_check.sh RRFP_BINARY OUT_DIR}
+PY=""
+for p in "${RRFP_TORCH_PYTHON:-}" /usr/bin/python3 python3; do
+  [ -n "$p" ] && "$p" -c "import torch" 2>/dev/null && { PY=$p; break; }
+done
+[ -n "$PY" ] || { echo "SKIP: no python3 that imports torch (apt-get install python3-torch)"; exit 77; }
+mkdir -p "$OUT"
+export STARPU_SCHED=rrfp-fixed STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
+# method stages layers A lr window [rrfp flags]: PACI's drift up to 2 on the
+# first stages, then up to 1; AMDP across a window's boundary, 2 and 4 directions
+for cfg in "paci 8 8 4 1e-3 30" "paci 4 4 2 3e-3 30" \
+           "amdp 4 4 4 1e-3 3 --directions 2 --deterministic" "amdp 4 4 4 1e-3 30 --directions 4 --deterministic"; do
+  read -r method P L A lr W extra <<<"$cfg"
+  read -r -a extra <<<"${extra:-}"
+  tag="$method.p$P.a$A.w$W${extra[1]:+.d${extra[1]}}"
+  "$RRFP" train --stages "$P" --layers "$L" --lr "$lr" --steps 8 --async "$method" --accumulate "$A" --window "$W" \
+    "${extra[@]}" --quiet --json "$OUT/rrfp.$tag.json"
+  "$PY" "$HERE/async_reference.py" --method "$method" --stages "$P" --layers "$L" --microbatches "$A" --lr "$lr" \
+    --window "$W" --steps 8 --json "$OUT/torch.$tag.json" >/dev/null
+  python3 - "$OUT/rrfp.$tag.json" "$OUT/torch.$tag.json" "$tag" <<'PY'
+import json, sys
+rrfp = [s["loss"] for s in json.load(open(sys.argv[1]))["steps"]]
+ref = json.load(open(sys.argv[2]))["losses"]
+worst = max(abs(a - b) for a, b in zip(rrfp, ref))
+print(f"{sys.argv[3]}: rrfp  {' '.join(f'{x:.4f}' for x in rrfp)}")
+print(f"{sys.argv[3]}: torch {' '.join(f'{x:.4f}' for x in ref)}  (largest difference {worst:.2e})")
+if len(rrfp) != len(ref) or worst > 1e-4:
+    sys.exit(f"{sys.argv[3]}: rrfp's losses differ from the PyTorch reference")
+PY
+done
