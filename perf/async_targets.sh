@@ -30,6 +30,18 @@ W=${WINDOW:-30}
 E=${EVAL_EVERY:-2}
 R=$BUILD/rrfp
 [ -x "$R" ] || { echo "error: $R not found (cmake --build $BUILD)" >&2; exit 2; }
+# Checked before hours of training, not by the table's reader after them.
+python3 - "$TARGETS" "$SEEDS" "$E" "$STEPS" "$W" <<'PY' || exit 2
+import sys
+targets, counts = sys.argv[1], dict(zip(["SEEDS", "EVAL_EVERY", "steps", "WINDOW"], sys.argv[2:]))
+try:
+    assert all(float(t) > 0 for t in targets.split(","))
+except (ValueError, AssertionError):
+    sys.exit(f"error: targets must be positive losses separated by commas, not '{targets}'")
+for name, v in counts.items():
+    if not v.isdigit() or int(v) < 1:
+        sys.exit(f"error: {name} must be a whole number >= 1, not '{v}'")
+PY
 export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -60,9 +72,9 @@ for P in "${PS[@]}"; do
     echo "P = $P, M = $M done" >&2
   done
 done
-python3 - "$OUT" "$DEPTHS" "$LRS" "$MS" "$TARGETS" "$SEEDS" <<'PY'
+python3 - "$OUT" "$DEPTHS" "$LRS" "$MS" "$TARGETS" "$SEEDS" "$STEPS" <<'PY'
 import json, os, sys
-out, seeds = sys.argv[1], int(sys.argv[6])
+out, seeds, steps = sys.argv[1], int(sys.argv[6]), int(sys.argv[7])
 depths, lrs, ms = sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4].split(",")
 targets = [float(t) for t in sys.argv[5].split(",")]
 load = lambda name: json.load(open(os.path.join(out, name)))
@@ -86,9 +98,13 @@ for P in depths:
             for t in targets:
                 a, b = first_step(sync_run, t), first_step(paci_run, t)
                 ta, tb = (a * best if a else None), (b * paci if b else None)
-                ratio = f"{ta / tb:.2f}" if ta and tb else "-"
+                if ta and tb:
+                    ratio = f"{ta / tb:.2f}"
+                else:  # only PACI reached it: synchronous training needs more than the run's steps
+                    ratio = f">{steps * best / tb:.2f}" if tb else "-"
                 f = lambda x: str(x) if x else "never"
                 g = lambda x: f"{x:.0f}" if x else "-"
                 print(f"{P:>3} {M:>2} {lr:>7} {t:6.2f} {f(a):>10} {f(b):>10} {g(ta):>9} {g(tb):>9} {ratio:>11}")
-print("(steps rounded up to the evaluation period; a curve that never reaches a target within the run shows 'never')")
+print("(steps rounded up to the evaluation period; a curve that never reaches a target within the run shows 'never'; "
+      "'>' where only PACI's does)")
 PY

@@ -18,14 +18,18 @@ order, with PACI's rules:
 one weight set per stage, updated once a step; in every step but the
 first of a window each forward runs on the weights before the previous
 step's update and its backward on the weights after it (the order of
-passes does not matter then, so none is simulated). `--method sync` runs
+passes does not matter then, so none is simulated). `--stash` (PACI,
+not rrfp) runs each backward on its forward's weights instead, as
+PipeDream's weight stashing does; `--method delay` (not in rrfp) runs
+forward and backward on the weights before the previous update, a
+consistent one-step delay as in PipeDream-2BW. `--method sync` runs
 the same steps flushed (every stage updates after all A microbatches of a
 step), as rrfp's synchronous schedules do.
 
 Prints one line per step (the mean loss of its A microbatches, in step
 order) and, for PACI, the drift each stage's backwards saw.
-  python3 async_reference.py --stages 8 --layers 8 --microbatches 4 --lr 1e-3 --steps 300 \
-      [--method paci|amdp|sync] [--window K] [--json F]
+  python3 async_reference.py --stages 8 --layers 8 --microbatches 4 --lr 1e-3 --steps 300
+      [--method paci|amdp|delay|sync] [--stash] [--window K] [--json F]
 """
 from __future__ import annotations
 
@@ -82,40 +86,55 @@ def run(args, torch):
     saved = {}  # (s, m): (input that requires grad or None, output, version at F)
     grad_in = {}  # (s, m): the gradient stage s's backward of m receives
 
-    def forward(s, m):
+    def weights(s):
+        return [p.data.clone() for p in stages[s].ordered_params()]
+
+    def put(s, ws):
+        for p, w in zip(stages[s].ordered_params(), ws):
+            p.data.copy_(w)
+
+    def forward(s, m, behind=0):  # behind: runs on the weights that many updates old
         x = data[m][0] if s == 0 else saved[(s - 1, m)][1].detach().requires_grad_()
         y = stages[s](x)
-        saved[(s, m)] = (x if s > 0 else None, y, version[s])
+        saved[(s, m)] = (x if s > 0 else None, y, version[s] - behind, weights(s) if args.stash else None)
 
-    def backward(s, m):
-        x, y, v = saved.pop((s, m))
+    def backward(s, m, behind=0):
+        x, y, v, stashed = saved.pop((s, m))
+        if stashed is not None:  # --stash: the backward on its forward's weights
+            current = weights(s)
+            put(s, stashed)
         if s == P - 1:
             loss = g.loss_fn(y, data[m][1])
             losses[m] = loss.item()
             (loss / A).backward()
         else:
             y.backward(grad_in.pop((s, m)))
+        if stashed is not None:
+            put(s, current)
         if x is not None:
             grad_in[(s - 1, m)] = x.grad
-        drift[s].append(version[s] - v)
+        drift[s].append(version[s] - behind - v)
 
     if args.method != "paci":
         params = [p for st in stages for p in st.ordered_params()]
         older = None  # the weights before the last update (AMDP)
         for k in range(args.steps):
-            stale = args.method == "amdp" and k % args.window != 0
+            stale = args.method in ("amdp", "delay") and k % args.window != 0
             for m in range(k * A, (k + 1) * A):
                 if stale:  # forwards on the older weights, through the data as rrfp's copies are
                     current = [p.data.clone() for p in params]
                     for p, o in zip(params, older):
                         p.data.copy_(o)
                 for s in range(P):
-                    forward(s, m)
-                if stale:
+                    forward(s, m, 1 if stale else 0)
+                if stale and args.method == "amdp":
                     for p, c in zip(params, current):
                         p.data.copy_(c)
                 for s in reversed(range(P)):
-                    backward(s, m)
+                    backward(s, m, 1 if stale and args.method == "delay" else 0)
+                if stale and args.method == "delay":
+                    for p, c in zip(params, current):
+                        p.data.copy_(c)
             older = [p.data.clone() for p in params]
             for o in opts:
                 o.step()
@@ -133,7 +152,9 @@ def run(args, torch):
         if m < nf[s] and (s == P - 1 and f_done[s][m] or s < P - 1 and b_done[s + 1][m]):
             return "B", m
         m = nf[s]
-        if m < total and nf[s] - nb[s] < P - s and (s == 0 or f_done[s - 1][m]):
+        # A window's first forward waits for the previous window to drain (rrfp's --window).
+        drained = m % (args.window * A) != 0 or min(nb) >= m
+        if m < total and nf[s] - nb[s] < P - s and (s == 0 or f_done[s - 1][m]) and drained:
             return "F", m
         return None
 
@@ -171,12 +192,21 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--corpus", default="")
-    ap.add_argument("--method", choices=["paci", "amdp", "sync"], default="paci")
-    ap.add_argument("--window", type=int, default=30, help="amdp: steps a window (rrfp's --window)")
+    ap.add_argument("--method", choices=["paci", "amdp", "delay", "sync"], default="paci")
+    ap.add_argument("--window", type=int, default=8, help="steps a window, drained at its end (rrfp's --window)")
+    ap.add_argument("--stash", action="store_true",
+                    help="paci: each backward on its forward's weights (PipeDream's stashing; not PACI, "
+                         "not in rrfp), to tell the delay from the inconsistency")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
-    if args.stages > args.layers or args.microbatches < 1 or args.steps < 1 or args.window < 1:
-        raise SystemExit("need stages <= layers, --microbatches, --steps and --window >= 1")
+    if args.stash and args.method != "paci":
+        raise SystemExit("--stash is for --method paci")
+    if not 1 <= args.stages <= args.layers:
+        raise SystemExit(f"--stages must be between 1 and --layers ({args.layers}), not {args.stages}")
+    if min(args.microbatches, args.micro_batch_size, args.steps, args.window, args.seq_len, args.heads) < 1:
+        raise SystemExit("--microbatches, --micro-batch-size, --steps, --window, --seq-len and --heads must be >= 1")
+    if args.d_model % args.heads:
+        raise SystemExit(f"--d-model ({args.d_model}) must divide by --heads ({args.heads})")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
     torch.set_num_threads(1)
@@ -185,7 +215,7 @@ def main(argv=None):
     steps = [sum(losses[k * A:(k + 1) * A]) / A for k in range(args.steps)]
     for k, l in enumerate(steps):
         print(f"step {k + 1:>4}  loss {l:.4f}")
-    if args.method == "paci":
+    if args.method != "sync":
         print("drift mean per stage:", " ".join(f"{sum(d) / len(d):.2f}" for d in drift))
         print("drift max per stage: ", " ".join(str(max(d)) for d in drift))
     if args.json:
