@@ -83,7 +83,7 @@ def run(args, torch):
     losses = [0.0] * total
     version = [0] * P
     drift = [[] for _ in range(P)]
-    saved = {}  # (s, m): (input that requires grad or None, output, version at F)
+    saved = {}  # (s, m): (input that requires grad or None, output, version at F, stashed weights or None)
     grad_in = {}  # (s, m): the gradient stage s's backward of m receives
 
     def weights(s):
