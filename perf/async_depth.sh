@@ -16,7 +16,8 @@
 #      1F1B, ZB-H1 and Chimera flushed every step, PACI
 #      and AMDP with the training's window (WINDOW steps, 5 by default;
 #      evaluation does not drain); every schedule pays a 0.2 ms update
-#      per stage and step (`rrfp sim --update-ms`, `sim async --update-ms`).
+#      per stage and step (`rrfp sim --update-ms`, `sim async --update-ms`);
+#      perf/async_sim_step.sh, which perf/async_targets.sh shares.
 #   3. time to target = measured steps x simulated step time; tokens = steps
 #      x the tokens of a step (the same for every schedule).
 # Usage: [POLICIES="rrfp-fixed rrfp-wait"] [SEEDS=5] [WINDOW=5] [EVAL_EVERY=5] perf/async_depth.sh [build dir]
@@ -39,7 +40,7 @@ trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
 echo "target: validation loss <= $TARGET within $STEPS steps, M = $M a step, --lr 1e-3, policies: ${POLS[*]}, --window $W, --eval-every $E, $SEEDS simulated seeds"
 IFS=, read -r -a PS <<<"$DEPTHS"
-V=(--variability lognormal:0.3)
+STEP=$(dirname "$0")/async_sim_step.sh
 for P in "${PS[@]}"; do
   L=$((P > 4 ? P : 4))
   T=(train --stages "$P" --layers "$L" --steps "$STEPS" --lr 1e-3 --eval-every "$E" --target-loss "$TARGET" --quiet)
@@ -54,37 +55,24 @@ for P in "${PS[@]}"; do
         amdp-*) a=(--async amdp --directions "${m#amdp-}") ;;
       esac
       STARPU_SCHED=$pol "$R" "${T[@]}" "${a[@]}" --accumulate "$M" --window "$W" --json "$OUT/train.$P.$pol.$m.json"
-      case $m in
-        paci) s=(--method paci) ;;
-        amdp-*) s=(--method amdp --directions "${m#amdp-}") ;;
-      esac
-      for ((seed = 1; seed <= SEEDS; ++seed)); do
-        "$R" sim async --stages "$P" --accumulate "$M" --window "$W" --update-ms 0.2 "${V[@]}" "${s[@]}" --policy "$pol" \
-          --seed "$seed" --json "$OUT/sim.$P.$pol.$m.$seed.json" >/dev/null
-      done
     done
     sync=(1f1b zb-h1)
     ((P % 2 == 0)) && sync+=(chimera)
-    for h in "${sync[@]}"; do
-      for ((seed = 1; seed <= SEEDS; ++seed)); do
-        "$R" sim --hint "$h" --stages "$P" --microbatches "$M" --update-ms 0.2 "${V[@]}" --policy "$pol" --seed "$seed" \
-          --json "$OUT/sim.$P.$pol.$h.$seed.json" >/dev/null
-      done
+    for name in "${methods[@]}" "${sync[@]}"; do
+      bash "$STEP" "$R" "$P" "$M" "$W" "$pol" "$SEEDS" "$name" >"$OUT/sim.$P.$pol.$name"
     done
   done
   echo "P = $P done" >&2
 done
-python3 - "$OUT" "$DEPTHS" "$SEEDS" "${POLS[@]}" <<'PY'
+python3 - "$OUT" "$DEPTHS" "${POLS[@]}" <<'PY'
 import json, os, sys
-out, depths, seeds, pols = sys.argv[1], [int(p) for p in sys.argv[2].split(",")], int(sys.argv[3]), sys.argv[4:]
+out, depths, pols = sys.argv[1], [int(p) for p in sys.argv[2].split(",")], sys.argv[3:]
 def load(name):
     f = os.path.join(out, name)
     return json.load(open(f)) if os.path.exists(f) else None
-def step_time(P, pol, name):  # mean over the seeds, or None
-    runs = [load(f"sim.{P}.{pol}.{name}.{seed}.json") for seed in range(1, seeds + 1)]
-    if any(r is None for r in runs):
-        return None
-    return sum(r.get("async_step_s", r.get("makespan_s")) for r in runs) / len(runs)
+def step_time(P, pol, name):  # perf/async_sim_step.sh's mean over the seeds, or None
+    f = os.path.join(out, f"sim.{P}.{pol}.{name}")
+    return float(open(f).read()) if os.path.exists(f) else None
 print(f"{'P':>3} {'policy':10} {'method':8} {'steps':>5} {'tokens':>8} {'val at end':>10} {'drift':>5} "
       f"{'sim step ms':>11} {'ms to target':>12} {'fastest sync / it':>17}")
 for P in depths:

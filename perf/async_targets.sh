@@ -9,10 +9,10 @@
 #      STEPS steps, validation every EVAL_EVERY steps; no --target-loss, so
 #      both curves run to the end. The step at which each curve first reaches
 #      each target is read off them (rounded up to EVAL_EVERY).
-#   2. Step time, simulated as in perf/async_depth.sh (F = 1 ms, B = W = 1 ms
-#      split for PACI, lognormal(0.3), 0.2 ms update per stage and step, mean
-#      over SEEDS seeds) under POLICY: 1F1B, ZB-H1 and (even P) Chimera
-#      flushed every step, PACI in WINDOW-step graphs.
+#   2. Step time, simulated by perf/async_sim_step.sh as in perf/async_depth.sh
+#      (lognormal(0.3), 0.2 ms update per stage and step, mean over SEEDS
+#      seeds) under POLICY: 1F1B, ZB-H1 and (even P) Chimera flushed every
+#      step, PACI in WINDOW-step graphs.
 #   3. Time to target = steps x simulated step; "sync / paci" is the fastest
 #      synchronous schedule's time over PACI's (> 1: PACI is sooner).
 # Usage: [POLICY=rrfp-wait] [SEEDS=5] [WINDOW=30] [EVAL_EVERY=2]
@@ -50,7 +50,7 @@ echo "targets $TARGETS within $STEPS steps, P in $DEPTHS, lr in $LRS, M in $MS, 
 IFS=, read -r -a PS <<<"$DEPTHS"
 IFS=, read -r -a LS <<<"$LRS"
 IFS=, read -r -a MM <<<"$MS"
-V=(--variability lognormal:0.3)
+STEP=$(dirname "$0")/async_sim_step.sh
 for P in "${PS[@]}"; do
   L=$((P > 4 ? P : 4))
   for M in "${MM[@]}"; do
@@ -59,28 +59,22 @@ for P in "${PS[@]}"; do
       STARPU_SCHED=$POL "$R" "${T[@]}" --hint 1f1b --fused --microbatches "$M" --json "$OUT/train.$P.$M.$lr.sync.json"
       STARPU_SCHED=$POL "$R" "${T[@]}" --async paci --accumulate "$M" --window "$W" --json "$OUT/train.$P.$M.$lr.paci.json"
     done
-    for ((seed = 1; seed <= SEEDS; ++seed)); do
-      "$R" sim async --stages "$P" --accumulate "$M" --window "$W" --update-ms 0.2 "${V[@]}" --method paci \
-        --policy "$POL" --seed "$seed" --json "$OUT/sim.$P.$M.paci.$seed.json" >/dev/null
-      sync=(1f1b zb-h1)
-      ((P % 2 == 0)) && sync+=(chimera)
-      for h in "${sync[@]}"; do
-        "$R" sim --hint "$h" --stages "$P" --microbatches "$M" --update-ms 0.2 "${V[@]}" --policy "$POL" \
-          --seed "$seed" --json "$OUT/sim.$P.$M.$h.$seed.json" >/dev/null
-      done
+    sync=(1f1b zb-h1)
+    ((P % 2 == 0)) && sync+=(chimera)
+    for name in paci "${sync[@]}"; do
+      bash "$STEP" "$R" "$P" "$M" "$W" "$POL" "$SEEDS" "$name" >"$OUT/sim.$P.$M.$name"
     done
     echo "P = $P, M = $M done" >&2
   done
 done
-python3 - "$OUT" "$DEPTHS" "$LRS" "$MS" "$TARGETS" "$SEEDS" "$STEPS" <<'PY'
+python3 - "$OUT" "$DEPTHS" "$LRS" "$MS" "$TARGETS" "$STEPS" <<'PY'
 import json, os, sys
-out, seeds, steps = sys.argv[1], int(sys.argv[6]), int(sys.argv[7])
+out, steps = sys.argv[1], int(sys.argv[6])
 depths, lrs, ms = sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4].split(",")
 targets = [float(t) for t in sys.argv[5].split(",")]
 load = lambda name: json.load(open(os.path.join(out, name)))
-def step_ms(P, M, name):  # mean over the seeds
-    runs = [load(f"sim.{P}.{M}.{name}.{s}.json") for s in range(1, seeds + 1)]
-    return 1e3 * sum(r.get("async_step_s", r.get("makespan_s")) for r in runs) / len(runs)
+def step_ms(P, M, name):  # perf/async_sim_step.sh's mean over the seeds
+    return 1e3 * float(open(os.path.join(out, f"sim.{P}.{M}.{name}")).read())
 def first_step(run, target):  # the first evaluated step at or below the target
     for i, s in enumerate(run["steps"]):
         if s.get("val_loss", -1) >= 0 and s["val_loss"] <= target:

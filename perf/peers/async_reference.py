@@ -43,31 +43,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_torch as g  # noqa: E402
 
 
-class StageAdamW(g.AdamW):
-    """gpt_torch's AdamW through the parameters' data: an update between a
-    forward and its backward must not bump the version autograd checks."""
-
-    def step(self):
-        torch = self.torch
-        with torch.no_grad():
-            self.t += 1
-            bc1, bc2 = 1.0 - self.b1 ** self.t, 1.0 - self.b2 ** self.t
-            for p, m, v in zip(self.params, self.m, self.v):
-                d, grad = p.data, p.grad
-                if self.wd != 0 and d.dim() >= 2:
-                    d.mul_(1.0 - self.lr * self.wd)
-                m.mul_(self.b1).add_(grad, alpha=1.0 - self.b1)
-                v.mul_(self.b2).addcmul_(grad, grad, value=1.0 - self.b2)
-                d.addcdiv_(m, (v / bc2).sqrt_().add_(self.eps), value=-self.lr / bc1)
-                p.grad = None
-
-
 def build(args, torch):
     params, bb = g.build_params(torch, args.d_model, args.layers, args.seq_len, 256, args.seed)
     parts = g.partition_blocks(args.layers, args.stages)
     P = args.stages
     stages = [g.make_stage_module(torch, args, params, bb, parts[s], s == 0, s == P - 1) for s in range(P)]
-    opts = [StageAdamW(torch, st.ordered_params(), lr=args.lr) for st in stages]
+    opts = [g.AdamW(torch, st.ordered_params(), lr=args.lr) for st in stages]
     return stages, opts
 
 

@@ -271,12 +271,16 @@ class AdamW:
                 g = p.grad
                 if g is None:  # a parameter this step did not reach (none in gpt-tiny)
                     g = torch.zeros_like(p)
-                if self.wd != 0 and p.dim() >= 2:
-                    p.mul_(1.0 - self.lr * self.wd)
+                # Through the data, as train/adamw.cpp: asynchronous training
+                # (async_reference.py) updates a stage while backwards recorded
+                # before it are pending, which a version bump would refuse.
+                d = p.data
+                if self.wd != 0 and d.dim() >= 2:
+                    d.mul_(1.0 - self.lr * self.wd)
                 m.mul_(self.b1).add_(g, alpha=1.0 - self.b1)
                 v.mul_(self.b2).addcmul_(g, g, value=1.0 - self.b2)
                 denom = (v / bc2).sqrt_().add_(self.eps)
-                p.addcdiv_(m, denom, value=-self.lr / bc1)
+                d.addcdiv_(m, denom, value=-self.lr / bc1)
                 p.grad = None
 
 
