@@ -44,7 +44,12 @@ void add_train_command(CLI::App& app) {
   c->add_flag("--split", *split, "split backward into B (input) and W (weights)");
   c->add_flag("--fused", *fused, "fused backward (one BW task)");
   c->add_option("--data", o->data_path, "text file to train on (default: generated corpus)");
-  c->add_option("--lr", o->lr, "AdamW learning rate")->capture_default_str();
+  c->add_option("--lr", o->lr, "AdamW learning rate (the peak, with a schedule)")->capture_default_str();
+  c->add_option("--lr-warmup", o->lr_warmup, "steps of linear warm-up to --lr (each stage's own updates under --async)");
+  c->add_option("--lr-decay", o->lr_decay, "after the warm-up: constant | cosine | linear decay to --min-lr")
+      ->capture_default_str();
+  c->add_option("--lr-decay-steps", o->lr_decay_steps, "the step at which the decay reaches --min-lr (default --steps)");
+  c->add_option("--min-lr", o->min_lr, "the decay's floor (default --lr / 10)");
   c->add_option("--seed", o->seed, "seed of weights, corpus and sampling")->capture_default_str();
   c->add_flag("--deterministic", o->deterministic,
               "reduce gradients in microbatch order: bitwise-reproducible losses (--async amdp: every "

@@ -15,7 +15,9 @@
 #      step, PACI in WINDOW-step graphs.
 #   3. Time to target = steps x simulated step; "sync / paci" is the fastest
 #      synchronous schedule's time over PACI's (> 1: PACI is sooner).
-# Usage: [POLICY=rrfp-wait] [SEEDS=5] [WINDOW=30] [EVAL_EVERY=2]
+# TRAIN_ARGS: more `rrfp train` flags for both runs, e.g. a learning-rate
+# schedule ("--lr-warmup 20 --lr-decay cosine": the rates above are then peaks).
+# Usage: [POLICY=rrfp-wait] [SEEDS=5] [WINDOW=30] [EVAL_EVERY=2] [TRAIN_ARGS=...]
 #        perf/async_targets.sh [build dir] [stage counts] [lrs] [Ms] [steps] [targets]
 set -euo pipefail
 BUILD=${1:-build}
@@ -46,7 +48,8 @@ export STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
-echo "targets $TARGETS within $STEPS steps, P in $DEPTHS, lr in $LRS, M in $MS, policy $POL, --window $W, --eval-every $E, $SEEDS simulated seeds"
+echo "targets $TARGETS within $STEPS steps, P in $DEPTHS, lr in $LRS, M in $MS, policy $POL, --window $W, --eval-every $E, $SEEDS simulated seeds${TRAIN_ARGS:+, train flags: $TRAIN_ARGS}"
+read -r -a EXTRA <<<"${TRAIN_ARGS:-}"
 IFS=, read -r -a PS <<<"$DEPTHS"
 IFS=, read -r -a LS <<<"$LRS"
 IFS=, read -r -a MM <<<"$MS"
@@ -55,7 +58,7 @@ for P in "${PS[@]}"; do
   L=$((P > 4 ? P : 4))
   for M in "${MM[@]}"; do
     for lr in "${LS[@]}"; do
-      T=(train --stages "$P" --layers "$L" --steps "$STEPS" --lr "$lr" --eval-every "$E" --quiet)
+      T=(train --stages "$P" --layers "$L" --steps "$STEPS" --lr "$lr" --eval-every "$E" --quiet "${EXTRA[@]}")
       STARPU_SCHED=$POL "$R" "${T[@]}" --hint 1f1b --fused --microbatches "$M" --json "$OUT/train.$P.$M.$lr.sync.json"
       STARPU_SCHED=$POL "$R" "${T[@]}" --async paci --accumulate "$M" --window "$W" --json "$OUT/train.$P.$M.$lr.paci.json"
     done

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "train/lr_schedule.hpp"
+
 namespace rrfp::train {
 
 struct AdamWOptions {
-  double lr = 3e-3;
+  LrSchedule lr;  // the rate of each update (train/lr_schedule.hpp)
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;

@@ -69,7 +69,7 @@ Trainer::Impl::Impl(Resolved r)
   }
   opts.resize(TP);
   AdamWOptions ao;
-  ao.lr = o.lr;
+  ao.lr = lr_schedule(o);
   for (int t = 0; t < TP; ++t) {
     size_t at = 0;
     for (int s = 0; s < P; ++s) {

@@ -36,7 +36,13 @@ struct TrainOptions {
   std::string data_path;     // "" = generated corpus
   // gpt-tiny: per-sequence lengths (train/seq_lengths.hpp); "fixed" = all --seq-len.
   std::string seq_len_dist = "fixed";
-  double lr = 3e-3;
+  double lr = 3e-3;         // the peak rate of the schedule below
+  // --lr-warmup, --lr-decay, --lr-decay-steps (0: --steps), --min-lr (< 0:
+  // lr / 10): see lr_schedule(), train/lr_schedule.hpp.
+  int lr_warmup = 0;
+  std::string lr_decay = "constant";
+  int lr_decay_steps = 0;
+  double min_lr = -1;
   std::uint64_t seed = 1;
   bool deterministic = false;
   std::string checkpoint_dir;

@@ -47,7 +47,7 @@ void check_options(const TrainOptions& o) {
   if (o.target_loss > 0 && o.eval_every == 0) throw SpecError("--target-loss needs --eval-every K (steps between evaluations)");
   if (o.eval_every > 0 && o.tensor_parallel > 1) throw SpecError("--eval-every with --tensor-parallel is not supported yet");
   if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
-  if (!(o.lr > 0)) throw SpecError("--lr must be positive");
+  lr_schedule(o).check();
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
     throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
   if (o.multi_rank && o.executor != "starpu")
@@ -91,6 +91,22 @@ std::function<double(int, int)> link_delays(const TrainOptions& o, int step) {
     const double u = static_cast<double>(splitmix64(key) >> 11) * 0x1.0p-53;
     return ms * (1 + jitter * (2 * u - 1)) * 1e-3;
   };
+}
+
+LrSchedule lr_schedule(const TrainOptions& o) {
+  LrSchedule s;
+  s.peak = o.lr;
+  s.warmup = o.lr_warmup;
+  s.decay = o.lr_decay;
+  s.decay_updates = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.steps;
+  s.min_lr = o.min_lr >= 0 ? o.min_lr : o.lr / 10;
+  return s;
+}
+
+static nlohmann::json lr_schedule_json(const TrainOptions& o) {
+  const LrSchedule s = lr_schedule(o);
+  return {{"peak", s.peak}, {"warmup_steps", s.warmup}, {"decay", s.decay}, {"decay_steps", s.decay_updates},
+          {"min_lr", s.min_lr}};
 }
 
 nlohmann::json gpt_json(const GptConfig& c) {
@@ -159,7 +175,7 @@ nlohmann::json rank_agreement(const TrainOptions& o, const Hint& hint, const nlo
   // and different orders do not agree.
   j["order"] = csv_rows(hint);
   j["steps"] = o.steps;
-  j["lr"] = o.lr;
+  j["lr"] = lr_schedule_json(o);
   j["deterministic"] = o.deterministic;
   j["checkpointing"] = {!o.checkpoint_dir.empty(), o.checkpoint_every, o.resume};
   j["cuda"] = o.cuda;
@@ -204,6 +220,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                       {"deterministic", o.deterministic},
                       {"tensor_parallel", o.tensor_parallel},
                       {"grad_buffer_bytes", res.grad_buffer_bytes},
+                      {"lr", lr_schedule_json(o)},
                       {"steps", steps}};
   if (o.target_loss > 0) {
     // Not reached: null, not a made-up step 0 or 0 s; the run's totals are in its steps.
