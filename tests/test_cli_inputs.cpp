@@ -27,6 +27,7 @@ TEST(CliInputs, NonFiniteNumbersAreRefusedByEveryCommand) {
   expect_refused("sim --unit-ms inf", "--unit-ms: 'inf' is not a finite number");
   expect_refused(kTrain + "--steps 1 --lr inf", "--lr: 'inf' is not a finite number");
   expect_refused("sim async --update-ms -inf", "not a finite number");
+  expect_refused(kTrain + "--steps 1 --lr-decay cosine --min-lr nan", "--min-lr: 'nan' is not a finite number");
 }
 
 TEST(CliInputs, AFailedReportWriteIsAnError) {
@@ -59,6 +60,9 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
   expect_refused("hints show --hint 1f1b --accumulate 2", "--accumulate needs --async");
   expect_refused("sim async --method paci --directions 4", "--directions is for --method amdp");
   expect_refused(kTrain + "--steps 1 --stages 4 --async amdp --hint 1f1b", "does not accept the hint '1f1b'");
+  expect_refused(kTrain + "--steps 2 --min-lr 1e-4", "--min-lr applies to --lr-decay cosine or linear");
+  expect_refused(kTrain + "--steps 2 --lr-decay-steps 4", "--lr-decay-steps applies to --lr-decay cosine or linear");
+  expect_refused(kTrain + "--steps 2 --lr-decay linear --lr-decay-steps -1", "--lr-decay-steps must be positive");
   expect_refused("sim --hint 1f1b --stages 2 --bandwidth-gbps 1e-30", "must be 0 (infinite) or from 1e-06");
   expect_refused("profile --d-model 16 --heads 2 --seq-len 8 --layers 2 --devices 5 -o " + ::testing::TempDir() +
                      "p.json",

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,12 +38,12 @@ struct TrainOptions {
   // gpt-tiny: per-sequence lengths (train/seq_lengths.hpp); "fixed" = all --seq-len.
   std::string seq_len_dist = "fixed";
   double lr = 3e-3;         // the peak rate of the schedule below
-  // --lr-warmup, --lr-decay, --lr-decay-steps (0: --steps), --min-lr (< 0:
+  // --lr-warmup, --lr-decay, --lr-decay-steps (0: --steps), --min-lr (NaN:
   // lr / 10): see lr_schedule(), train/lr_schedule.hpp.
   int lr_warmup = 0;
   std::string lr_decay = "constant";
   int lr_decay_steps = 0;
-  double min_lr = -1;
+  double min_lr = std::numeric_limits<double>::quiet_NaN();  // NaN: not given
   std::uint64_t seed = 1;
   bool deterministic = false;
   std::string checkpoint_dir;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -48,6 +49,10 @@ void check_options(const TrainOptions& o) {
   if (o.eval_every > 0 && o.tensor_parallel > 1) throw SpecError("--eval-every with --tensor-parallel is not supported yet");
   if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
   lr_schedule(o).check();
+  if (o.lr_decay_steps < 0) throw SpecError("--lr-decay-steps must be positive");
+  if (o.lr_decay == "constant")  // flags that would change nothing
+    for (const auto& [given, flag] : {std::pair{o.lr_decay_steps > 0, "--lr-decay-steps"}, {!std::isnan(o.min_lr), "--min-lr"}})
+      if (given) throw SpecError(fmt::format("{} applies to --lr-decay cosine or linear", flag));
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
     throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
   if (o.multi_rank && o.executor != "starpu")
@@ -99,7 +104,7 @@ LrSchedule lr_schedule(const TrainOptions& o) {
   s.warmup = o.lr_warmup;
   s.decay = o.lr_decay;
   s.decay_updates = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.steps;
-  s.min_lr = o.min_lr >= 0 ? o.min_lr : o.lr / 10;
+  s.min_lr = std::isnan(o.min_lr) ? o.lr / 10 : o.min_lr;
   return s;
 }
 
