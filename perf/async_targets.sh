@@ -15,9 +15,13 @@
 #      step, PACI in WINDOW-step graphs.
 #   3. Time to target = steps x simulated step; "sync / paci" is the fastest
 #      synchronous schedule's time over PACI's (> 1: PACI is sooner).
-# TRAIN_ARGS: more `rrfp train` flags for both runs, e.g. a learning-rate
-# schedule ("--lr-warmup 20 --lr-decay cosine": the rates above are then peaks).
-# Usage: [POLICY=rrfp-wait] [SEEDS=5] [WINDOW=30] [EVAL_EVERY=2] [TRAIN_ARGS=...]
+# TRAIN_ARGS: more `rrfp train` flags for both runs, split at spaces (no
+# spaces inside one), e.g. a learning-rate schedule ("--lr-warmup 20
+# --lr-decay cosine": the rates above are then peaks) or "--data FILE"; the
+# flags this script sets itself are refused there.
+# PNG=PREFIX draws, per P and M, validation loss against simulated time
+# (PREFIX.P<P>.M<M>.png: synchronous solid, PACI dashed, a colour per lr).
+# Usage: [POLICY=rrfp-wait] [SEEDS=5] [WINDOW=30] [EVAL_EVERY=2] [TRAIN_ARGS=...] [PNG=PREFIX]
 #        perf/async_targets.sh [build dir] [stage counts] [lrs] [Ms] [steps] [targets]
 set -euo pipefail
 BUILD=${1:-build}
@@ -32,6 +36,21 @@ W=${WINDOW:-30}
 E=${EVAL_EVERY:-2}
 R=$BUILD/rrfp
 [ -x "$R" ] || { echo "error: $R not found (cmake --build $BUILD)" >&2; exit 2; }
+CHART=$BUILD/perf/loss_curves
+if [ -n "${PNG:-}" ]; then  # checked now: a failed chart would come after the training, and lose it
+  [ -x "$CHART" ] || { echo "error: PNG needs $CHART (cmake --build $BUILD)" >&2; exit 2; }
+  [ -d "$(dirname "$PNG")" ] && [ -w "$(dirname "$PNG")" ] || { echo "error: PNG: cannot write into '$(dirname "$PNG")'" >&2; exit 2; }
+fi
+read -r -a EXTRA <<<"${TRAIN_ARGS:-}"
+for a in ${EXTRA[@]+"${EXTRA[@]}"}; do
+  case ${a%%=*} in
+    --stages | --layers | --steps | --lr | --eval-every | --quiet | --hint | --microbatches | --async | --accumulate | \
+      --window | --json | --fused | --split | --target-loss)
+      echo "error: TRAIN_ARGS: $a is set by this script (the table would not say what ran)" >&2
+      exit 2
+      ;;
+  esac
+done
 # Checked before hours of training, not by the table's reader after them.
 python3 - "$TARGETS" "$SEEDS" "$E" "$STEPS" "$W" <<'PY' || exit 2
 import sys
@@ -49,7 +68,6 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
 echo "targets $TARGETS within $STEPS steps, P in $DEPTHS, lr in $LRS, M in $MS, policy $POL, --window $W, --eval-every $E, $SEEDS simulated seeds${TRAIN_ARGS:+, train flags: $TRAIN_ARGS}"
-read -r -a EXTRA <<<"${TRAIN_ARGS:-}"
 IFS=, read -r -a PS <<<"$DEPTHS"
 IFS=, read -r -a LS <<<"$LRS"
 IFS=, read -r -a MM <<<"$MS"
@@ -58,7 +76,7 @@ for P in "${PS[@]}"; do
   L=$((P > 4 ? P : 4))
   for M in "${MM[@]}"; do
     for lr in "${LS[@]}"; do
-      T=(train --stages "$P" --layers "$L" --steps "$STEPS" --lr "$lr" --eval-every "$E" --quiet "${EXTRA[@]}")
+      T=(train --stages "$P" --layers "$L" --steps "$STEPS" --lr "$lr" --eval-every "$E" --quiet ${EXTRA[@]+"${EXTRA[@]}"})
       STARPU_SCHED=$POL "$R" "${T[@]}" --hint 1f1b --fused --microbatches "$M" --json "$OUT/train.$P.$M.$lr.sync.json"
       STARPU_SCHED=$POL "$R" "${T[@]}" --async paci --accumulate "$M" --window "$W" --json "$OUT/train.$P.$M.$lr.paci.json"
     done
@@ -70,8 +88,8 @@ for P in "${PS[@]}"; do
     echo "P = $P, M = $M done" >&2
   done
 done
-python3 - "$OUT" "$DEPTHS" "$LRS" "$MS" "$TARGETS" "$STEPS" <<'PY'
-import json, os, sys
+python3 - "$OUT" "$DEPTHS" "$LRS" "$MS" "$TARGETS" "$STEPS" "$CHART" "${PNG:-}" <<'PY'
+import json, os, subprocess, sys
 out, steps = sys.argv[1], int(sys.argv[6])
 depths, lrs, ms = sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4].split(",")
 targets = [float(t) for t in sys.argv[5].split(",")]
@@ -104,4 +122,18 @@ for P in depths:
                 print(f"{P:>3} {M:>2} {lr:>7} {t:6.2f} {f(a):>10} {f(b):>10} {g(ta):>9} {g(tb):>9} {ratio:>11}")
 print("(steps rounded up to the evaluation period; a curve that never reaches a target within the run shows 'never'; "
       "'>' where only PACI's does)")
+chart, png = sys.argv[7], sys.argv[8]
+for P in depths if png else []:
+    for M in ms:
+        sync_names = ["1f1b", "zb-h1"] + (["chimera"] if int(P) % 2 == 0 else [])
+        best_name = min(sync_names, key=lambda h: step_ms(P, M, h))
+        runs = []
+        for lr in lrs:
+            runs.append(f"sync ({best_name}) lr {lr}={step_ms(P, M, best_name)}={out}/train.{P}.{M}.{lr}.sync.json")
+            runs.append(f"paci lr {lr}={step_ms(P, M, 'paci')}={out}/train.{P}.{M}.{lr}.paci.json:dashed")
+        path = f"{png}.P{P}.M{M}.png"
+        colors = ",".join(str(i // 2) for i in range(len(runs)))
+        subprocess.run([chart, "--png", path, "--colors", colors, "--title",
+                        f"gpt-tiny, P = {P}, M = {M}: validation loss against simulated time"] + runs, check=True)
+        print(f"chart: {path}")
 PY

@@ -80,7 +80,7 @@ void render_line_chart(const std::string& title, const std::string& xlabel, cons
       i == 0 ? cairo_move_to(cr, px, py) : cairo_line_to(cr, px, py);
     }
     cairo_stroke(cr);
-    for (size_t i = 0; i < series[k].x.size(); ++i) {
+    for (size_t i = 0; series[k].markers && i < series[k].x.size(); ++i) {
       cairo_arc(cr, X(series[k].x[i]), Y(series[k].y[i]), 3.5, 0, 6.2832);
       cairo_fill(cr);
     }

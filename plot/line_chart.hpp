@@ -11,6 +11,7 @@ struct Series {
   std::string name;
   std::vector<double> x, y;
   bool dashed = false;
+  bool markers = true;  // a dot at each point; off for dense series (hundreds of points)
   int color = -1;  // palette index; -1 = the series' position
 };
 

@@ -34,9 +34,12 @@ TrainOptions small(int steps) {
 
 TEST(TrainLrSchedule, WarmupThenCosineOrLinearDecayToTheFloor) {
   LrSchedule s;
+  s.peak = 3e-3;
+  EXPECT_EQ(s.at(1000), 3e-3) << "constant: the peak itself, every update";
+  s.warmup = 3;
+  EXPECT_EQ(s.at(3), 3e-3) << "exactly the peak at the warm-up's end";
+  s = LrSchedule{};
   s.peak = 1.0;
-  EXPECT_EQ(s.at(1), 1.0);
-  EXPECT_EQ(s.at(1000), 1.0) << "constant: the peak itself, every update";
   s.warmup = 4;
   EXPECT_DOUBLE_EQ(s.at(1), 0.25);
   EXPECT_DOUBLE_EQ(s.at(3), 0.75);
@@ -64,6 +67,7 @@ TEST(TrainLrSchedule, BadSchedulesAreRefusedByFlag) {
   o.lr_decay = "exponential";
   refused(o, "unknown --lr-decay 'exponential'");
   o = small(4);
+  o.lr_decay = "cosine";
   o.min_lr = 1;
   refused(o, "--min-lr 1 must lie in [0, --lr 0.01]");
   o = small(4);
@@ -93,8 +97,9 @@ TEST(TrainLrSchedule, FirstWarmupUpdateIsAConstantRunAtItsRate) {
   EXPECT_NE(losses(train(decay))[2], losses(train(small(3)))[2]);
 }
 
-// PACI's stages update on their own clocks; a checkpoint restores each
-// stage's count, so the schedule continues where it stopped (the decay's
+// PACI's stages update at their own times, each its k-th update at rate k;
+// the checkpoint's update count (the step: one update per stage and step)
+// restores them, so the schedule continues where it stopped (the decay's
 // end pinned by --lr-decay-steps: the resumed run's --steps differs).
 TEST(TrainLrSchedule, ResumedAsyncRunContinuesTheSchedule) {
   TrainOptions o = small(6);

@@ -10,7 +10,9 @@
 namespace rrfp::train {
 
 double LrSchedule::at(std::int64_t t) const {
-  if (warmup > 0 && t <= warmup) return peak * static_cast<double>(std::max<std::int64_t>(t, 1)) / static_cast<double>(warmup);
+  // t / warmup first: exactly 1 at the warm-up's end, so exactly the peak.
+  if (warmup > 0 && t <= warmup)
+    return peak * (static_cast<double>(std::max<std::int64_t>(t, 1)) / static_cast<double>(warmup));
   if (decay == "constant") return peak;
   if (t >= decay_updates) return min_lr;
   // Progress through the decay, 0 just after the warm-up, 1 at decay_updates.

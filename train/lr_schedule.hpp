@@ -1,9 +1,11 @@
 // The learning rate as a function of an optimizer's update count:
 // linear warm-up, then constant, cosine or linear decay to a floor, as
 // Megatron-LM and nanoGPT schedule GPT training. Keyed on each stage's own
-// AdamW count, not on the step: under --async paci every stage updates on
-// its own clock (docs/async.md), and a checkpoint restores the counts, so a
-// resumed run continues the schedule exactly.
+// AdamW count, not on the step: under --async paci the stages update at
+// their own times within a window (docs/async.md), each its k-th update at
+// rate k. Every stage updates once a step, so at a window's end, where
+// checkpoints fall, every count is the step, and a resumed run continues
+// the schedule exactly.
 #pragma once
 
 #include <cstdint>

@@ -48,11 +48,11 @@ void check_options(const TrainOptions& o) {
   if (o.target_loss > 0 && o.eval_every == 0) throw SpecError("--target-loss needs --eval-every K (steps between evaluations)");
   if (o.eval_every > 0 && o.tensor_parallel > 1) throw SpecError("--eval-every with --tensor-parallel is not supported yet");
   if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
-  lr_schedule(o).check();
-  if (o.lr_decay_steps < 0) throw SpecError("--lr-decay-steps must be positive");
   if (o.lr_decay == "constant")  // flags that would change nothing
-    for (const auto& [given, flag] : {std::pair{o.lr_decay_steps > 0, "--lr-decay-steps"}, {!std::isnan(o.min_lr), "--min-lr"}})
+    for (const auto& [given, flag] : {std::pair{o.lr_decay_steps != 0, "--lr-decay-steps"}, {!std::isnan(o.min_lr), "--min-lr"}})
       if (given) throw SpecError(fmt::format("{} applies to --lr-decay cosine or linear", flag));
+  if (o.lr_decay_steps < 0) throw SpecError("--lr-decay-steps must be at least 1 (0 or none: --steps)");
+  lr_schedule(o).check();
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
     throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
   if (o.multi_rank && o.executor != "starpu")
@@ -110,8 +110,12 @@ LrSchedule lr_schedule(const TrainOptions& o) {
 
 static nlohmann::json lr_schedule_json(const TrainOptions& o) {
   const LrSchedule s = lr_schedule(o);
-  return {{"peak", s.peak}, {"warmup_steps", s.warmup}, {"decay", s.decay}, {"decay_steps", s.decay_updates},
-          {"min_lr", s.min_lr}};
+  nlohmann::json j = {{"peak", s.peak}, {"warmup_steps", s.warmup}, {"decay", s.decay}};
+  if (s.decay != "constant") {  // the decay's end and floor apply to a decay only
+    j["decay_steps"] = s.decay_updates;
+    j["min_lr"] = s.min_lr;
+  }
+  return j;
 }
 
 nlohmann::json gpt_json(const GptConfig& c) {
