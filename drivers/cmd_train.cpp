@@ -194,12 +194,14 @@ void add_train_command(CLI::App& app) {
         fmt::print(stderr, "rrfp: warning: {} is not an optimised BLAS: training runs 15-20x slower "
                            "(scripts/install-deps.sh installs OpenBLAS)\n", blas.library);
     }
+    const train::LrSchedule schedule = train::lr_schedule(*o);
     auto res = train::train(*o, [&](const train::StepRecord& r) {
       if (*quiet) return;
       std::string drift;
       if (!r.drift_max.empty())
         drift = fmt::format("  drift {}", *std::max_element(r.drift_max.begin(), r.drift_max.end()));
       if (r.val_loss >= 0) drift += fmt::format("  val {:.4f}", r.val_loss);
+      if (!schedule.is_constant()) drift += fmt::format("  lr {:.2e}", schedule.at(r.step));
       fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB{}\n", r.step, r.loss,
                  r.tokens_per_s, r.bubble_ratio, r.peak_activation_bytes / 1048576.0, drift);
       std::fflush(stdout);

@@ -6,10 +6,14 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/train_helpers.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/trainer.hpp"
+#include "train/trainer_io.hpp"
 
 namespace rrfp::train {
 namespace {
@@ -86,11 +90,21 @@ TEST(TrainLrSchedule, FirstWarmupUpdateIsAConstantRunAtItsRate) {
   warm.lr_warmup = 2;
   TrainOptions constant = small(3);
   constant.lr = 1e-2;
-  const auto a = losses(train(warm)), b = losses(train(constant));
+  const TrainResult warm_run = train(warm);
+  const auto a = losses(warm_run), b = losses(train(constant));
   ASSERT_EQ(a.size(), 3u);
   EXPECT_EQ(a[0], b[0]);
   EXPECT_EQ(a[1], b[1]);
   EXPECT_NE(a[2], b[2]);
+  // --json reports each step's rate and the schedule.
+  const auto path = std::filesystem::temp_directory_path() / "rrfp_lr_schedule.json";
+  write_train_json(path.string(), warm, warm_run, warm.micro_batch_size);
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  EXPECT_EQ(j["steps"][0]["lr"].get<double>(), 1e-2);
+  EXPECT_EQ(j["steps"][1]["lr"].get<double>(), 2e-2);
+  EXPECT_EQ(j["lr"]["warmup_steps"].get<int>(), 2);
+  EXPECT_FALSE(j["lr"].contains("min_lr")) << "no decay: no floor to report";
+  std::filesystem::remove(path);
   // A decaying schedule is not the constant one.
   TrainOptions decay = small(3);
   decay.lr_decay = "linear";

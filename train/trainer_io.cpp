@@ -210,6 +210,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                      {"peak_activation_bytes_per_stage", r.peak_activation_per_stage},
                      {"peak_activation_bytes_per_device", r.peak_activation_per_device}});
     steps.back()["tokens"] = r.tokens;
+    steps.back()["lr"] = lr_schedule(o).at(r.step);  // the rate of this step's updates
     if (r.val_loss >= 0) steps.back()["val_loss"] = r.val_loss;
     if (!r.drift_max.empty()) {
       steps.back()["version_drift_max"] = r.drift_max;

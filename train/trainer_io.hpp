@@ -17,15 +17,12 @@
 
 #include "runtime/fault_hook.hpp"
 #include "train/checkpoint.hpp"
-#include "train/lr_schedule.hpp"
 #include "train/trainer.hpp"
 
 namespace rrfp::train {
 
 // SpecError for options no run can have.
 void check_options(const TrainOptions& o);
-// The learning-rate schedule the flags describe (defaults resolved).
-LrSchedule lr_schedule(const TrainOptions& o);
 nlohmann::json gpt_json(const GptConfig& c);
 // Drops an `mlp_widths` that lists only the default 4 x d_model, as
 // gpt_json writes the default model, so that files written with the
