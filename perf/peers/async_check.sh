@@ -21,18 +21,22 @@ done
 [ -n "$PY" ] || { echo "SKIP: no python3 that imports torch (apt-get install python3-torch)"; exit 77; }
 mkdir -p "$OUT"
 export STARPU_SCHED=rrfp-fixed STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
-# method stages layers A lr window [rrfp flags]: PACI's drift up to 2 on the
-# first stages, then up to 1 across windows' drains; AMDP across a window's
-# boundary, 2 and 4 directions
-for cfg in "paci 8 8 4 1e-3 30" "paci 4 4 2 3e-3 3" \
+# method stages layers A lr window [rrfp flags] [| flags of both]: PACI's
+# drift up to 2 on the first stages, then up to 1 across windows' drains;
+# PACI under a learning-rate schedule (each stage's k-th update at rate k,
+# whenever it runs); AMDP across a window's boundary, 2 and 4 directions
+for cfg in "paci 8 8 4 1e-3 30" "paci 4 4 2 3e-3 3" "paci 8 8 4 2e-3 30 | --lr-warmup 3 --lr-decay cosine" \
            "amdp 4 4 4 1e-3 3 --directions 2 --deterministic" "amdp 4 4 4 1e-3 30 --directions 4 --deterministic"; do
-  read -r method P L A lr W extra <<<"$cfg"
+  both=""
+  [[ $cfg == *"|"* ]] && both=${cfg#*|}
+  read -r method P L A lr W extra <<<"${cfg%%|*}"
   read -r -a extra <<<"${extra:-}"
-  tag="$method.p$P.a$A.w$W${extra[1]:+.d${extra[1]}}"
+  read -r -a both <<<"$both"
+  tag="$method.p$P.a$A.w$W${extra[1]:+.d${extra[1]}}${both[0]:+.sched}"
   "$RRFP" train --stages "$P" --layers "$L" --lr "$lr" --steps 8 --async "$method" --accumulate "$A" --window "$W" \
-    "${extra[@]}" --quiet --json "$OUT/rrfp.$tag.json"
+    ${extra[@]+"${extra[@]}"} ${both[@]+"${both[@]}"} --quiet --json "$OUT/rrfp.$tag.json"
   "$PY" "$HERE/async_reference.py" --method "$method" --stages "$P" --layers "$L" --microbatches "$A" --lr "$lr" \
-    --window "$W" --steps 8 --json "$OUT/torch.$tag.json" >/dev/null
+    --window "$W" --steps 8 ${both[@]+"${both[@]}"} --json "$OUT/torch.$tag.json" >/dev/null
   "$PY" - "$OUT/rrfp.$tag.json" "$OUT/torch.$tag.json" "$tag" <<'PY'
 import json, sys
 rrfp = [s["loss"] for s in json.load(open(sys.argv[1]))["steps"]]

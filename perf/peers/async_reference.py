@@ -48,7 +48,9 @@ def build(args, torch):
     parts = g.partition_blocks(args.layers, args.stages)
     P = args.stages
     stages = [g.make_stage_module(torch, args, params, bb, parts[s], s == 0, s == P - 1) for s in range(P)]
-    opts = [g.AdamW(torch, st.ordered_params(), lr=args.lr) for st in stages]
+    # Each stage's k-th update at rate k, as rrfp's per-stage AdamW count.
+    lr = g.lr_schedule(args.lr, args.lr_warmup, args.lr_decay, args.lr_decay_steps or args.steps, args.min_lr)
+    opts = [g.AdamW(torch, st.ordered_params(), lr=lr) for st in stages]
     return stages, opts
 
 
@@ -172,6 +174,10 @@ def main(argv=None):
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr-warmup", type=int, default=0, help="as rrfp train's")
+    ap.add_argument("--lr-decay", choices=["constant", "cosine", "linear"], default="constant")
+    ap.add_argument("--lr-decay-steps", type=int, default=0, help="0: --steps")
+    ap.add_argument("--min-lr", type=float, default=None, help="default --lr / 10")
     ap.add_argument("--corpus", default="")
     ap.add_argument("--method", choices=["paci", "amdp", "delay", "sync"], default="paci")
     ap.add_argument("--window", type=int, default=8, help="steps a window, drained at its end (rrfp's --window)")

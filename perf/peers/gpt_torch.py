@@ -147,15 +147,36 @@ def loss_fn(logits, targets):
 
 
 # ---------------------------------------------------------------- optimizer (train/adamw.cpp)
+def lr_schedule(peak, warmup=0, decay="constant", decay_steps=0, min_lr=None):
+    """The rate of update t (1-based), as train/lr_schedule.cpp: linear warm-up
+    over `warmup` updates, then constant, cosine or linear decay to min_lr
+    (default peak / 10) at update decay_steps."""
+    floor = peak / 10 if min_lr is None else min_lr
+
+    def at(t):
+        if warmup > 0 and t <= warmup:
+            return peak * (max(t, 1) / warmup)
+        if decay == "constant":
+            return peak
+        if t >= decay_steps:
+            return floor
+        x = (t - warmup) / (decay_steps - warmup)
+        keep = 0.5 * (1.0 + math.cos(math.pi * x)) if decay == "cosine" else 1.0 - x
+        return floor + keep * (peak - floor)
+    return at
+
+
 class AdamW:
-    """rrfp's AdamW, op for op: decoupled decay on matrices only."""
+    """rrfp's AdamW, op for op: decoupled decay on matrices only; `lr` a rate
+    or a function of the update count (lr_schedule)."""
 
     def __init__(self, torch, params, lr=3e-3, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.01):
         self.torch = torch
         self.params = params
         self.m = [torch.zeros_like(p).detach() for p in params]
         self.v = [torch.zeros_like(p).detach() for p in params]
-        self.lr, self.b1, self.b2, self.eps, self.wd = lr, beta1, beta2, eps, weight_decay
+        self.lr_at = lr if callable(lr) else (lambda t: lr)
+        self.b1, self.b2, self.eps, self.wd = beta1, beta2, eps, weight_decay
         self.t = 0
 
     def step(self):
@@ -164,6 +185,7 @@ class AdamW:
             self.t += 1
             bc1 = 1.0 - self.b1 ** self.t
             bc2 = 1.0 - self.b2 ** self.t
+            lr = self.lr_at(self.t)
             for p, m, v in zip(self.params, self.m, self.v):
                 g = p.grad
                 if g is None:  # a parameter this step did not reach (none in gpt-tiny)
@@ -173,11 +195,11 @@ class AdamW:
                 # before it are pending, which a version bump would refuse.
                 d = p.data
                 if self.wd != 0 and d.dim() >= 2:
-                    d.mul_(1.0 - self.lr * self.wd)
+                    d.mul_(1.0 - lr * self.wd)
                 m.mul_(self.b1).add_(g, alpha=1.0 - self.b1)
                 v.mul_(self.b2).addcmul_(g, g, value=1.0 - self.b2)
                 denom = (v / bc2).sqrt_().add_(self.eps)
-                d.addcdiv_(m, denom, value=-self.lr / bc1)
+                d.addcdiv_(m, denom, value=-lr / bc1)
                 p.grad = None
 
 
