@@ -166,13 +166,13 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Throws SpecError (bad options, bad data, bad checkpoint) or the executor's
-// error (a failing task). Checkpoints are written only after a step
-// completed, so a failure leaves the previous one in place.
 // The learning-rate schedule the options describe, defaults resolved
 // (train/lr_schedule.hpp): step k's updates run at lr_schedule(o).at(k).
 LrSchedule lr_schedule(const TrainOptions& o);
 
+// Throws SpecError (bad options, bad data, bad checkpoint) or the executor's
+// error (a failing task). Checkpoints are written only after a step
+// completed, so a failure leaves the previous one in place.
 TrainResult train(const TrainOptions& opt, const std::function<void(const StepRecord&)>& on_step = {});
 
 }  // namespace rrfp::train

@@ -30,6 +30,7 @@ Prints one line per step (the mean loss of its A microbatches, in step
 order) and, for PACI, the drift each stage's backwards saw.
   python3 async_reference.py --stages 8 --layers 8 --microbatches 4 --lr 1e-3 --steps 300
       [--method paci|amdp|delay|sync] [--stash] [--window K] [--json F]
+      [--lr-warmup K --lr-decay cosine|linear --lr-decay-steps N --min-lr X]   (as rrfp train's)
 """
 from __future__ import annotations
 
@@ -207,7 +208,8 @@ def main(argv=None):
         print("drift max per stage: ", " ".join(str(max(d)) for d in drift))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"losses": steps, "method": args.method, "lr": args.lr, "stages": args.stages,
+            json.dump({"losses": steps, "method": args.method, "lr": args.lr, "lr_warmup": args.lr_warmup,
+                       "lr_decay": args.lr_decay, "stages": args.stages,
                        "drift_mean": [sum(d) / len(d) if d else 0 for d in drift]}, f)
     return 0
 

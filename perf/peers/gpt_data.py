@@ -7,6 +7,7 @@ from __future__ import annotations
 
 MASK = (1 << 64) - 1
 
+
 def _splitmix(x: int) -> tuple[int, int]:
     x = (x + 0x9E3779B97F4A7C15) & MASK
     z = x

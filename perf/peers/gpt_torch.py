@@ -152,6 +152,10 @@ def lr_schedule(peak, warmup=0, decay="constant", decay_steps=0, min_lr=None):
     over `warmup` updates, then constant, cosine or linear decay to min_lr
     (default peak / 10) at update decay_steps."""
     floor = peak / 10 if min_lr is None else min_lr
+    if decay not in ("constant", "cosine", "linear") or not 0 <= floor <= peak or warmup < 0:
+        raise SystemExit(f"bad schedule: decay {decay}, min_lr {floor}, warmup {warmup} (peak {peak})")
+    if decay != "constant" and decay_steps <= warmup:
+        raise SystemExit(f"--lr-decay {decay} needs --lr-decay-steps ({decay_steps}) beyond --lr-warmup ({warmup})")
 
     def at(t):
         if warmup > 0 and t <= warmup:
