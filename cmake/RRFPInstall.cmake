@@ -18,7 +18,7 @@ set(RRFP_PUBLIC_HEADERS_runtime
   runtime/executor.hpp runtime/bench.hpp runtime/run_stats.hpp runtime/session.hpp runtime/tp_comm.hpp
   sched/policy_registry.hpp sched/rrfp_policy.hpp sched/rrfp_sched.h)
 set(RRFP_PUBLIC_HEADERS_mpi mpi/mpi_executor.hpp mpi/mpi_session.hpp mpi/mpi_tp_comm.hpp)
-set(RRFP_PUBLIC_HEADERS_train train/trainer.hpp train/config.hpp)
+set(RRFP_PUBLIC_HEADERS_train train/trainer.hpp train/config.hpp train/lr_schedule.hpp)
 
 set(RRFP_COMPONENTS core plot runtime mpi train)
 foreach(c ${RRFP_COMPONENTS})
