@@ -96,6 +96,9 @@ targets = [float(t) for t in sys.argv[5].split(",")]
 load = lambda name: json.load(open(os.path.join(out, name)))
 def step_ms(P, M, name):  # perf/async_sim_step.sh's mean over the seeds
     return 1e3 * float(open(os.path.join(out, f"sim.{P}.{M}.{name}")).read())
+def best_sync(P, M):  # the fastest of the synchronous schedules simulated above
+    names = [f[len(f"sim.{P}.{M}."):] for f in os.listdir(out) if f.startswith(f"sim.{P}.{M}.")]
+    return min((n for n in names if n != "paci"), key=lambda h: step_ms(P, M, h))
 def first_step(run, target):  # the first evaluated step at or below the target
     for i, s in enumerate(run["steps"]):
         if s.get("val_loss", -1) >= 0 and s["val_loss"] <= target:
@@ -104,8 +107,7 @@ def first_step(run, target):  # the first evaluated step at or below the target
 print(f"{'P':>3} {'M':>2} {'lr':>7} {'target':>6} {'sync steps':>10} {'paci steps':>10} {'sync ms':>9} {'paci ms':>9} {'sync / paci':>11}")
 for P in depths:
     for M in ms:
-        sync_names = ["1f1b", "zb-h1"] + (["chimera"] if int(P) % 2 == 0 else [])
-        best_name = min(sync_names, key=lambda h: step_ms(P, M, h))
+        best_name = best_sync(P, M)
         best, paci = step_ms(P, M, best_name), step_ms(P, M, "paci")
         print(f"# P = {P}, M = {M}: fastest synchronous step {best_name} {best:.2f} ms, PACI {paci:.2f} ms (step ratio {best / paci:.2f})")
         for lr in lrs:
@@ -125,8 +127,7 @@ print("(steps rounded up to the evaluation period; a curve that never reaches a 
 chart, png = sys.argv[7], sys.argv[8]
 for P in depths if png else []:
     for M in ms:
-        sync_names = ["1f1b", "zb-h1"] + (["chimera"] if int(P) % 2 == 0 else [])
-        best_name = min(sync_names, key=lambda h: step_ms(P, M, h))
+        best_name = best_sync(P, M)
         runs = []
         for lr in lrs:
             runs.append(f"sync ({best_name}) lr {lr}={step_ms(P, M, best_name)}={out}/train.{P}.{M}.{lr}.sync.json")

@@ -198,6 +198,7 @@ nlohmann::json rank_agreement(const TrainOptions& o, const Hint& hint, const nlo
 }
 
 void write_train_json(const std::string& path, const TrainOptions& o, const TrainResult& res, int b) {
+  const LrSchedule schedule = lr_schedule(o);
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& r : res.steps) {
     steps.push_back({{"step", r.step},
@@ -210,7 +211,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                      {"peak_activation_bytes_per_stage", r.peak_activation_per_stage},
                      {"peak_activation_bytes_per_device", r.peak_activation_per_device}});
     steps.back()["tokens"] = r.tokens;
-    steps.back()["lr"] = lr_schedule(o).at(r.step);  // the rate of this step's updates
+    steps.back()["lr"] = schedule.at(r.step);  // the rate of this step's updates
     if (r.val_loss >= 0) steps.back()["val_loss"] = r.val_loss;
     if (!r.drift_max.empty()) {
       steps.back()["version_drift_max"] = r.drift_max;
