@@ -50,6 +50,10 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--lr-decay-steps", o->lr_decay_steps, "the step at which the decay reaches --min-lr (default --steps)");
   c->add_option("--min-lr", o->min_lr, "the decay's floor (default --lr / 10)");
+  c->add_option("--clip-grad", o->clip_grad,
+                 "clip the gradient's L2 norm to this before each update (0: off): the whole model's norm, each "
+                 "stage's own under --async")
+      ->capture_default_str();
   c->add_option("--seed", o->seed, "seed of weights, corpus and sampling")->capture_default_str();
   c->add_flag("--deterministic", o->deterministic,
               "reduce gradients in microbatch order: bitwise-reproducible losses (--async amdp: every "
@@ -202,6 +206,7 @@ void add_train_command(CLI::App& app) {
         drift = fmt::format("  drift {}", *std::max_element(r.drift_max.begin(), r.drift_max.end()));
       if (r.val_loss >= 0) drift += fmt::format("  val {:.4f}", r.val_loss);
       if (!schedule.is_constant()) drift += fmt::format("  lr {:.2e}", schedule.at(r.step));
+      if (r.grad_norm >= 0) drift += fmt::format("  gnorm {:.3f}", r.grad_norm);
       fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB{}\n", r.step, r.loss,
                  r.tokens_per_s, r.bubble_ratio, r.peak_activation_bytes / 1048576.0, drift);
       std::fflush(stdout);

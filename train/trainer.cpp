@@ -9,6 +9,7 @@
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
 #include "train/data.hpp"
+#include "train/grad_clip.hpp"
 #include "train/mirror_reduce.hpp"
 #include "train/mm_model.hpp"
 #include "train/reference.hpp"
@@ -185,7 +186,9 @@ ExecOptions Trainer::Impl::exec_options(int step) {
   // Each stage's AdamW step (each member's, with TP) is a StarPU task on
   // the stage's device, after all of its W/BW tasks (deterministic mode:
   // the microbatch gradients are summed in order there too).
-  eo.stage_epilogue = [this, step](int i) {  // member * P + stage
+  // --clip-grad (synchronous): every update waits for the model's norm,
+  // so they run after the graph (update_after_graph), as Megatron's do.
+  if (!(o.clip_grad > 0 && !async)) eo.stage_epilogue = [this, step](int i) {  // member * P + stage
     const int t = i / P, s = i % P;
     if (mpi && !plan.mirror[s].empty()) return;  // copies on several ranks: after the graph (mirror_update)
     if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
@@ -236,7 +239,7 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     const ExecOptions eo = exec_options(step);
     const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
     res.policy = r.policy;
-    stepped = true;
+    stepped = static_cast<bool>(eo.stage_epilogue);
     for (int s = 0; s < P && s < static_cast<int>(r.epilogue_worker.size()); ++s)
       for (int d = 0; d < r.devices; ++d)
         if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
@@ -283,6 +286,24 @@ void Trainer::Impl::mirror_update(int step) {
     if (plan.mirror[s].empty() || !plan.local_stage[s]) continue;
     one_intra_op_thread();
     optimizer_step(0, s, step, pipe().stage_grads(s));
+  }
+}
+
+void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec) {
+  if (mpi) mirror_reduce(pipe(), plan, mpi_rank);  // the copies' sums first: the norm counts a stage once
+  if (o.clip_grad > 0) {
+    double sq = 0;
+    for (int s = 0; s < P; ++s)
+      if (!mpi || (plan.local_stage[s] && stage_owner(s) == mpi_rank)) sq += grad_sq_norm(grads[s]);
+    if (mpi) mpi_sum_in_place(&sq, 1);  // Megatron's all-reduce of the squared norm over pipeline ranks
+    rec.grad_norm = std::sqrt(sq);
+    const double f = clip_factor(rec.grad_norm, o.clip_grad);
+    for (auto& gr : grads) scale_grads(gr, f);
+  }
+  for (int s = 0; s < P; ++s) {
+    if (mpi && !plan.local_stage[s]) continue;
+    if (o.executor == "starpu") one_intra_op_thread();  // as on a worker (plain: the loop keeps its threads)
+    optimizer_step(0, s, step, grads[s]);
   }
 }
 
@@ -342,12 +363,10 @@ StepRecord Trainer::Impl::step() {
   } else {
     stepped = pipeline_pass(std::move(mbs), step, rec);
     if (!stepped)
-      for (int s = 0; s < P; ++s) grads.push_back(pipe().stage_grads(s));
+      for (int s = 0; s < P; ++s)
+        grads.push_back(!mpi || plan.local_stage[s] ? pipe().stage_grads(s) : std::vector<torch::Tensor>{});
   }
-  // Without StarPU (plain loop, replay) the optimizer step ends the
-  // iteration on this thread, stage by stage.
-  if (!stepped)
-    for (int s = 0; s < P; ++s) optimizer_step(0, s, step, grads[s]);
+  if (!stepped) update_after_graph(step, grads, rec);
   rec.step_s = secs(Clock::now() - t0);
   rec.tokens_per_s = rec.step_s > 0 ? data->tokens() / rec.step_s : 0;
   for (auto v : rec.peak_activation_per_stage) rec.peak_activation_bytes = std::max(rec.peak_activation_bytes, v);

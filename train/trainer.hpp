@@ -45,6 +45,10 @@ struct TrainOptions {
   std::string lr_decay = "constant";
   int lr_decay_steps = 0;
   double min_lr = std::numeric_limits<double>::quiet_NaN();  // NaN: not given
+  // --clip-grad: the gradient's L2 norm clipped to this before each update
+  // (0: off): the whole model's norm, each stage's own under --async
+  // (train/grad_clip.hpp).
+  double clip_grad = 0;
   std::uint64_t seed = 1;
   bool deterministic = false;
   std::string checkpoint_dir;
@@ -124,6 +128,9 @@ struct StepRecord {
   int late_forwards = 0;
   double tokens = 0;     // trained this step
   double val_loss = -1;  // --eval-every: the validation loss after this step; < 0: not evaluated
+  // --clip-grad, synchronous: the whole model's gradient norm before the
+  // clip; < 0: not taken (no clip, or --async, where each stage clips alone).
+  double grad_norm = -1;
 };
 
 // --target-loss: when the validation loss first reached it, counted in

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "mpi/mpi_session.hpp"
+#include "train/grad_clip.hpp"
 #include "train/trainer_impl.hpp"
 #include "train/weight_versions.hpp"
 
@@ -82,7 +83,12 @@ StepRecord Trainer::Impl::async_step() {
     if (o.eval_every > 0) hooks.keep_weights = [this, last = next + K - 1](int step) { return step != last && eval_due(step); };
     auto recs = async->run(
         next, std::move(batches), toks, eo,
-        [this](int s, int step, const std::vector<torch::Tensor>& gr) { optimizer_step(0, s, step, gr); }, hooks);
+        [this](int s, int step, const std::vector<torch::Tensor>& gr) {
+          // --clip-grad: the stage's own norm; a stage updates alone here
+          if (o.clip_grad > 0) clip_stage_grads(gr, o.clip_grad);
+          optimizer_step(0, s, step, gr);
+        },
+        hooks);
     res.policy = async->policy();
     const bool evaluated = evaluate_kept(async->take_kept_weights(), recs);
     // AMDP: copies away from a stage's home missed its last updates; the

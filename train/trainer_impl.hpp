@@ -133,6 +133,12 @@ struct Trainer::Impl {
   // (train/mirror_reduce.hpp), and each holder applies the update.
   void mirror_update(int step);
 
+  // The updates on this thread, after the graph (plain and replay
+  // executors, and --clip-grad, whose norm needs every stage's gradient):
+  // `grads` per model stage, empty for stages of other ranks. With
+  // --clip-grad, records the model's norm in `rec`.
+  void update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec);
+
   // Every --checkpoint-every steps, and at the run's last step (the target's too).
   bool checkpoint_due(int step) const;
 

@@ -53,6 +53,11 @@ void check_options(const TrainOptions& o) {
       if (given) throw SpecError(fmt::format("{} applies to --lr-decay cosine or linear", flag));
   if (o.lr_decay_steps < 0) throw SpecError("--lr-decay-steps must be at least 1 (0 or none: --steps)");
   lr_schedule(o).check();
+  if (!(o.clip_grad >= 0) || std::isinf(o.clip_grad))
+    throw SpecError(fmt::format("--clip-grad {} must be a positive norm (0: no clipping)", o.clip_grad));
+  if (o.clip_grad > 0 && o.tensor_parallel > 1)
+    throw SpecError("--clip-grad with --tensor-parallel is not supported yet (the members' shards and replicated "
+                    "parameters would need one norm across the group)");
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
     throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
   if (o.multi_rank && o.executor != "starpu")
@@ -185,6 +190,7 @@ nlohmann::json rank_agreement(const TrainOptions& o, const Hint& hint, const nlo
   j["order"] = csv_rows(hint);
   j["steps"] = o.steps;
   j["lr"] = lr_schedule_json(o);
+  j["clip_grad"] = o.clip_grad;
   j["deterministic"] = o.deterministic;
   j["checkpointing"] = {!o.checkpoint_dir.empty(), o.checkpoint_every, o.resume};
   j["cuda"] = o.cuda;
@@ -213,6 +219,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
     steps.back()["tokens"] = r.tokens;
     steps.back()["lr"] = schedule.at(r.step);  // the rate of this step's updates
     if (r.val_loss >= 0) steps.back()["val_loss"] = r.val_loss;
+    if (r.grad_norm >= 0) steps.back()["grad_norm"] = r.grad_norm;
     if (!r.drift_max.empty()) {
       steps.back()["version_drift_max"] = r.drift_max;
       steps.back()["version_drift_mean"] = r.drift_mean;
@@ -233,6 +240,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                       {"grad_buffer_bytes", res.grad_buffer_bytes},
                       {"lr", lr_schedule_json(o)},
                       {"steps", steps}};
+  if (o.clip_grad > 0) j["clip_grad"] = {{"max_norm", o.clip_grad}, {"norm", o.async_mode.empty() ? "model" : "stage"}};
   if (o.target_loss > 0) {
     // Not reached: null, not a made-up step 0 or 0 s; the run's totals are in its steps.
     const auto when = [&](auto v) { return res.target.reached ? nlohmann::json(v) : nlohmann::json(nullptr); };

@@ -25,24 +25,32 @@ export STARPU_SCHED=rrfp-fixed STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
 # drift up to 2 on the first stages, then up to 1 across windows' drains;
 # PACI under a learning-rate schedule (each stage's k-th update at rate k,
 # whenever it runs); AMDP across a window's boundary, 2 and 4 directions,
-# and under a schedule
+# and under a schedule; --clip-grad by the whole model's norm (sync: rrfp
+# train's synchronous 1F1B, A microbatches a step) and by each stage's
 for cfg in "paci 8 8 4 1e-3 30" "paci 4 4 2 3e-3 3" "paci 8 8 4 2e-3 30 | --lr-warmup 3 --lr-decay cosine" \
            "amdp 4 4 4 1e-3 3 --directions 2 --deterministic" "amdp 4 4 4 1e-3 30 --directions 4 --deterministic" \
-           "amdp 4 4 4 2e-3 3 --directions 2 --deterministic | --lr-warmup 3 --lr-decay linear"; do
+           "amdp 4 4 4 2e-3 3 --directions 2 --deterministic | --lr-warmup 3 --lr-decay linear" \
+           "sync 4 4 4 1e-3 30 | --clip-grad 0.5" "paci 8 8 4 2e-3 30 | --clip-grad 0.5" \
+           "amdp 4 4 4 1e-3 3 --directions 2 --deterministic | --clip-grad 0.5"; do
   both=""
   [[ $cfg == *"|"* ]] && both=${cfg#*|}
   read -r method P L A lr W extra <<<"${cfg%%|*}"
   read -r -a extra <<<"${extra:-}"
   read -r -a both <<<"$both"
-  tag="$method.p$P.a$A.w$W${extra[1]:+.d${extra[1]}}${both[0]:+.sched}"
-  "$RRFP" train --stages "$P" --layers "$L" --lr "$lr" --steps 8 --async "$method" --accumulate "$A" --window "$W" \
+  tag="$method.p$P.a$A.w$W${extra[1]:+.d${extra[1]}}${both[0]:+.${both[0]#--}}"
+  mode=(--async "$method" --accumulate "$A" --window "$W")
+  [ "$method" = sync ] && mode=(--hint 1f1b --microbatches "$A")
+  "$RRFP" train --stages "$P" --layers "$L" --lr "$lr" --steps 8 "${mode[@]}" \
     ${extra[@]+"${extra[@]}"} ${both[@]+"${both[@]}"} --quiet --json "$OUT/rrfp.$tag.json"
   "$PY" "$HERE/async_reference.py" --method "$method" --stages "$P" --layers "$L" --microbatches "$A" --lr "$lr" \
     --window "$W" --steps 8 ${both[@]+"${both[@]}"} --json "$OUT/torch.$tag.json" >/dev/null
   "$PY" - "$OUT/rrfp.$tag.json" "$OUT/torch.$tag.json" "$tag" <<'PY'
 import json, sys
 rrfp = [s["loss"] for s in json.load(open(sys.argv[1]))["steps"]]
-ref = json.load(open(sys.argv[2]))["losses"]
+torch_run = json.load(open(sys.argv[2]))
+ref = torch_run["losses"]
+if "clip-grad" in sys.argv[3] and not torch_run["clipped"]:  # a clip that never bites checks nothing
+    sys.exit(f"{sys.argv[3]}: no update was clipped; lower the configuration's --clip-grad")
 worst = max(abs(a - b) for a, b in zip(rrfp, ref))
 bad = [k + 1 for k, (a, b) in enumerate(zip(rrfp, ref)) if not abs(a - b) <= 1e-4]  # NaN is bad too
 print(f"{sys.argv[3]}: rrfp  {' '.join(f'{x:.4f}' for x in rrfp)}")

@@ -30,7 +30,7 @@ Prints one line per step (the mean loss of its A microbatches, in step
 order) and, for PACI, the drift each stage's backwards saw.
   python3 async_reference.py --stages 8 --layers 8 --microbatches 4 --lr 1e-3 --steps 300
       [--method paci|amdp|delay|sync] [--stash] [--window K] [--json F]
-      [--lr-warmup K --lr-decay cosine|linear --lr-decay-steps N --min-lr X]   (as rrfp train's)
+      [--lr-warmup K --lr-decay cosine|linear --lr-decay-steps N --min-lr X] [--clip-grad X]   (as rrfp train's)
 """
 from __future__ import annotations
 
@@ -69,6 +69,12 @@ def run(args, torch):
     drift = [[] for _ in range(P)]
     saved = {}  # (s, m): (input that requires grad or None, output, version at F, stashed weights or None)
     grad_in = {}  # (s, m): the gradient stage s's backward of m receives
+
+    clipped = [0]
+
+    def clip(ps):  # --clip-grad, as rrfp's: torch's own clip_grad_norm_
+        if float(torch.nn.utils.clip_grad_norm_(ps, args.clip_grad)) > args.clip_grad:
+            clipped[0] += 1
 
     def weights(s):
         return [p.data.clone() for p in stages[s].ordered_params()]
@@ -120,10 +126,14 @@ def run(args, torch):
                     for p, c in zip(params, current):
                         p.data.copy_(c)
             older = [p.data.clone() for p in params]
-            for o in opts:
+            if args.clip_grad > 0 and args.method == "sync":  # the whole model's norm
+                clip(params)
+            for s, o in enumerate(opts):
+                if args.clip_grad > 0 and args.method != "sync":  # each stage's own, as rrfp's --async
+                    clip(stages[s].ordered_params())
                 o.step()
             version = [v + 1 for v in version]
-        return losses, drift
+        return losses, drift, clipped[0]
 
     # PACI: an event simulation picks each stage's next pass.
     nf, nb = [0] * P, [0] * P  # forwards and backwards run by each stage
@@ -158,9 +168,11 @@ def run(args, torch):
         now, busy[s] = t, False
         (f_done if kind == "F" else b_done)[s][m] = True
         if kind == "B" and nb[s] % A == 0:  # the group's last backward: update before the next pass
+            if args.clip_grad > 0:
+                clip(stages[s].ordered_params())
             opts[s].step()
             version[s] += 1
-    return losses, drift
+    return losses, drift, clipped[0]
 
 
 def main(argv=None):
@@ -180,6 +192,9 @@ def main(argv=None):
     ap.add_argument("--lr-decay-steps", type=int, default=0, help="0: --steps")
     ap.add_argument("--min-lr", type=float, default=None, help="default --lr / 10")
     ap.add_argument("--corpus", default="")
+    ap.add_argument("--clip-grad", type=float, default=0.0,
+                    help="as rrfp train's: clip_grad_norm_ before each update, the whole model's (sync) or each "
+                         "stage's (paci, amdp, delay)")
     ap.add_argument("--method", choices=["paci", "amdp", "delay", "sync"], default="paci")
     ap.add_argument("--window", type=int, default=8, help="steps a window, drained at its end (rrfp's --window)")
     ap.add_argument("--stash", action="store_true",
@@ -198,7 +213,7 @@ def main(argv=None):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
     torch.set_num_threads(1)
-    losses, drift = run(args, torch)
+    losses, drift, clipped = run(args, torch)
     A = args.microbatches
     steps = [sum(losses[k * A:(k + 1) * A]) / A for k in range(args.steps)]
     for k, l in enumerate(steps):
@@ -206,11 +221,13 @@ def main(argv=None):
     if args.method != "sync":
         print("drift mean per stage:", " ".join(f"{sum(d) / len(d):.2f}" for d in drift))
         print("drift max per stage: ", " ".join(str(max(d)) for d in drift))
+    if args.clip_grad > 0:
+        print(f"updates clipped: {clipped}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"losses": steps, "method": args.method, "lr": args.lr, "lr_warmup": args.lr_warmup,
                        "lr_decay": args.lr_decay, "stages": args.stages,
-                       "drift_mean": [sum(d) / len(d) if d else 0 for d in drift]}, f)
+                       "drift_mean": [sum(d) / len(d) if d else 0 for d in drift], "clipped": clipped}, f)
     return 0
 
 
