@@ -291,12 +291,20 @@ void Trainer::Impl::mirror_update(int step) {
 
 void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec) {
   if (mpi) mirror_reduce(pipe(), plan, mpi_rank);  // the copies' sums first: the norm counts a stage once
-  if (o.clip_grad > 0) {
-    double sq = 0;
+  if (grads.empty())  // the pipeline's sums (all but the plain loop), this rank's stages
     for (int s = 0; s < P; ++s)
-      if (!mpi || (plan.local_stage[s] && stage_owner(s) == mpi_rank)) sq += grad_sq_norm(grads[s]);
-    if (mpi) mpi_sum_in_place(&sq, 1);  // Megatron's all-reduce of the squared norm over pipeline ranks
-    rec.grad_norm = std::sqrt(sq);
+      grads.push_back(!mpi || plan.local_stage[s] ? pipe().stage_grads(s) : std::vector<torch::Tensor>{});
+  if (o.clip_grad > 0) {
+    // Per stage, from its owner (Megatron all-reduces the squared norm over
+    // pipeline ranks), then summed in stage order: every rank count gives
+    // one process's norm, bit for bit.
+    std::vector<double> sq(P, 0.0);
+    for (int s = 0; s < P; ++s)
+      if (!mpi || (plan.local_stage[s] && stage_owner(s) == mpi_rank)) sq[s] = grad_sq_norm(grads[s]);
+    if (mpi) mpi_sum_in_place(sq.data(), P);
+    double total = 0;
+    for (double x : sq) total += x;
+    rec.grad_norm = std::sqrt(total);
     const double f = clip_factor(rec.grad_norm, o.clip_grad);
     for (auto& gr : grads) scale_grads(gr, f);
   }
@@ -356,16 +364,12 @@ StepRecord Trainer::Impl::step() {
   // not part of the step's time.
   if (o.executor == "starpu" && !mpi) prepare_session(hint, exec_options(step));
   const auto t0 = Clock::now();
-  std::vector<std::vector<torch::Tensor>> grads;  // plain and replay (no tensor parallelism there)
+  std::vector<std::vector<torch::Tensor>> grads;  // the plain loop's (update_after_graph takes the pipeline's)
   bool stepped = false;
-  if (o.executor == "plain") {
+  if (o.executor == "plain")
     grads = plain_pass(std::move(mbs), rec);
-  } else {
+  else
     stepped = pipeline_pass(std::move(mbs), step, rec);
-    if (!stepped)
-      for (int s = 0; s < P; ++s)
-        grads.push_back(!mpi || plan.local_stage[s] ? pipe().stage_grads(s) : std::vector<torch::Tensor>{});
-  }
   if (!stepped) update_after_graph(step, grads, rec);
   rec.step_s = secs(Clock::now() - t0);
   rec.tokens_per_s = rec.step_s > 0 ? data->tokens() / rec.step_s : 0;

@@ -135,8 +135,8 @@ struct Trainer::Impl {
 
   // The updates on this thread, after the graph (plain and replay
   // executors, and --clip-grad, whose norm needs every stage's gradient):
-  // `grads` per model stage, empty for stages of other ranks. With
-  // --clip-grad, records the model's norm in `rec`.
+  // `grads` per model stage (the plain loop's), or empty for the
+  // pipeline's. With --clip-grad, records the model's norm in `rec`.
   void update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec);
 
   // Every --checkpoint-every steps, and at the run's last step (the target's too).

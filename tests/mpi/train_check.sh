@@ -16,7 +16,7 @@ STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
 python3 - "$dir" <<'PY' || exit 1
 import json, sys
 d = sys.argv[1]
-loss = lambda f: [(s["loss"], s.get("val_loss")) for s in json.load(open(f"{d}/{f}"))["steps"]]
+loss = lambda f: [(s["loss"], s.get("val_loss"), s.get("grad_norm")) for s in json.load(open(f"{d}/{f}"))["steps"]]
 one, mpi = loss("one.json"), loss("mpi.json")
 print("one process:", one)
 print("multi-rank: ", mpi)

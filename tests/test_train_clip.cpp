@@ -1,0 +1,111 @@
+// Gradient-norm clipping (--clip-grad, train/grad_clip.hpp): the norm and
+// factor as torch.nn.utils.clip_grad_norm_ takes them, a clip that never
+// bites changing no bit, the model's norm the same from the pipeline and
+// from the plain loop, and bad values refused. perf.async_reference checks
+// the clipped runs against PyTorch's own clip_grad_norm_ step by step.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tests/train_helpers.hpp"
+#include "train/grad_clip.hpp"
+#include "train/trainer.hpp"
+
+namespace rrfp::train {
+namespace {
+
+using testing::losses;
+
+TrainOptions small(int steps) {
+  TrainOptions o;
+  o.gpt = testing::small_gpt(2, 2);
+  o.stages = 2;
+  o.microbatches = 2;
+  o.micro_batch_size = 2;
+  o.steps = steps;
+  o.hint = "1f1b";
+  o.lr = 1e-2;
+  o.deterministic = true;
+  o.policy = "rrfp-fixed";
+  return o;
+}
+
+std::vector<double> norms(const TrainResult& r) {
+  std::vector<double> n;
+  for (const auto& s : r.steps) n.push_back(s.grad_norm);
+  return n;
+}
+
+}  // namespace
+
+TEST(TrainClip, NormAndFactorAsClipGradNorm) {
+  const std::vector<torch::Tensor> g = {torch::tensor({3.0f, 4.0f}), torch::tensor({{12.0f}})};
+  EXPECT_DOUBLE_EQ(grad_sq_norm(g), 169.0) << "the norm of the per-tensor norms 5 and 12";
+  EXPECT_EQ(clip_factor(13.0, 26.0), 1.0) << "within the limit: unchanged";
+  EXPECT_EQ(clip_factor(13.0, 13.0), 13.0f / (13.0f + 1e-6f)) << "at the limit: torch's float factor, just below 1";
+  EXPECT_NEAR(clip_factor(13.0, 6.5), 0.5, 1e-7);
+  const double before = clip_stage_grads(g, 6.5);
+  EXPECT_DOUBLE_EQ(before, 13.0);
+  EXPECT_NEAR(std::sqrt(grad_sq_norm(g)), 6.5, 1e-5) << "scaled in place to the limit";
+  EXPECT_FLOAT_EQ(g[0][1].item<float>(), 2.0f);
+}
+
+// A limit far above every norm: the same losses as without --clip-grad,
+// bit for bit, synchronous and under PACI; the synchronous steps record the
+// model's norm, PACI's none (each stage clips by its own).
+TEST(TrainClip, AClipThatNeverBitesChangesNoBit) {
+  for (const std::string mode : {"", "paci"}) {
+    TrainOptions off = small(4);
+    off.async_mode = mode;
+    if (!mode.empty()) off.microbatches = 4, off.async_window = 4;
+    TrainOptions loose = off;
+    loose.clip_grad = 1e9;
+    const TrainResult a = train(off), b = train(loose);
+    EXPECT_EQ(losses(a), losses(b)) << "mode '" << mode << "'";
+    for (double n : norms(a)) EXPECT_EQ(n, -1) << "no clip: no norm taken";
+    for (double n : norms(b)) {
+      if (mode.empty())
+        EXPECT_GT(n, 0);
+      else
+        EXPECT_EQ(n, -1) << "--async: no model norm";
+    }
+  }
+}
+
+// The norm is the whole model's, whichever way the gradients were made:
+// the pipeline's stages on StarPU and the plain LibTorch loop agree, and a
+// limit below it changes the next steps' losses the same way in both.
+TEST(TrainClip, ModelNormAgreesAcrossExecutorsAndTheClipBites) {
+  TrainOptions pipe = small(3);
+  pipe.clip_grad = 1e9;
+  TrainOptions plain = pipe;
+  plain.executor = "plain";
+  const auto n = norms(train(pipe)), m = norms(train(plain));
+  ASSERT_EQ(n.size(), 3u);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(n[k], m[k], 1e-5 * m[k]) << "step " << k + 1;
+  pipe.clip_grad = plain.clip_grad = n[0] / 4;
+  const TrainResult clipped = train(pipe);
+  EXPECT_DOUBLE_EQ(norms(clipped)[0], n[0]) << "the norm before the clip";
+  const auto unclipped = losses(train(small(3)));
+  EXPECT_EQ(losses(clipped)[0], unclipped[0]) << "step 1's loss is before any update";
+  EXPECT_NE(losses(clipped)[2], unclipped[2]);
+  const auto a = losses(clipped), b = losses(train(plain));
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(a[k], b[k], 1e-4) << "step " << k + 1;
+}
+
+TEST(TrainClip, BadLimitsAreRefused) {
+  const auto refused = testing::expect_refused;
+  TrainOptions o = small(2);
+  o.clip_grad = -1;
+  refused(o, "--clip-grad -1 must be a positive norm");
+  o.clip_grad = std::numeric_limits<double>::quiet_NaN();
+  refused(o, "must be a positive norm");
+  o = small(2);
+  o.clip_grad = 1;
+  o.tensor_parallel = 2;
+  o.gpt.heads = 2;
+  refused(o, "--clip-grad with --tensor-parallel is not supported yet");
+}
+
+}  // namespace rrfp::train
