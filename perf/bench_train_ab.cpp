@@ -6,6 +6,8 @@
 // --policies A,B,...: the same S=2 training under each policy, step time of
 // each against the first (e.g. rrfp-fixed / rrfp on mm-tiny, whose encoder
 // cost varies from microbatch to microbatch).
+// --policies ... --clip-grad X: each policy also with --clip-grad X, whose
+// updates wait for the model's norm after the graph: clipped / unclipped.
 // --plan PLAN: a tuned plan (rrfp tune) against --zoo-hints on the even
 // partition: best hint / plan step time, and predicted / measured steps.
 //
@@ -97,6 +99,7 @@ struct Args {
   int layers = 4, enc_layers = 2;
   std::string mlp_widths, plan;  // --plan: the tuned plan against --zoo-hints on the even partition
   std::vector<std::string> zoo_hints = {"1f1b", "zb-h1", "interleaved-1f1b", "zbv", "chimera"};
+  double clip_grad = 0;  // with --policies: each policy also with this --clip-grad
   bool quiet = false;
 };
 
@@ -154,9 +157,15 @@ Config config(std::string name, TrainOptions opt, int stages, std::string hint, 
 // --policies: S=2 under each policy; step time against the first policy's.
 int policy_ratios(const Args& a) {
   std::vector<Config> cfgs;
+  const size_t per = a.clip_grad > 0 ? 2 : 1;  // per policy: unclipped, then clipped
   for (const auto& p : a.policies) {
     cfgs.push_back(config(p, base_options(a), 2, a.hint, "starpu", false));
     cfgs.back().opt.policy = p;
+    if (per == 2) {
+      cfgs.push_back(config(p + "+clip", base_options(a), 2, a.hint, "starpu", false));
+      cfgs.back().opt.policy = p;
+      cfgs.back().opt.clip_grad = a.clip_grad;
+    }
   }
   run_rounds(cfgs, a);
   fmt::print("{} measured rounds of one step each (after {} warm-up): {} S=2 {}, M={} microbatches of {}, "
@@ -168,12 +177,13 @@ int policy_ratios(const Args& a) {
     fmt::print("  {:<12} median step {:7.1f} ms  bubble {:.3f}\n", c.name, median_step_ms(c), median(bub));
   }
   for (size_t k = 1; k < cfgs.size(); ++k) {
-    const auto r = step_ratio(cfgs[k], cfgs[0]);
-    fmt::print("{} / {} step time: {:.3f}  rounds:{}\n", cfgs[k].name, cfgs[0].name, median(r), list(r));
+    const Config& base = cfgs[k % per == 0 ? 0 : k - 1];  // another policy: the first; clipped: its own policy
+    const auto r = step_ratio(cfgs[k], base);
+    fmt::print("{} / {} step time: {:.3f}  rounds:{}\n", cfgs[k].name, base.name, median(r), list(r));
   }
-  bool same = true;
-  for (size_t k = 1; k < cfgs.size(); ++k)
-    for (int r = 0; r < a.rounds; ++r) same = same && cfgs[k].steps[r].loss == cfgs[0].steps[r].loss;
+  bool same = true;  // among the unclipped runs, and among the clipped ones
+  for (size_t k = per; k < cfgs.size(); ++k)
+    for (int r = 0; r < a.rounds; ++r) same = same && cfgs[k].steps[r].loss == cfgs[k % per].steps[r].loss;
   fmt::print("losses equal across policies (bitwise): {}\n", same ? "yes" : "NO");
   return same ? 0 : 1;
 }
@@ -325,6 +335,8 @@ int main(int argc, char** argv) {
                  "instead: S=2 training under each of these policies, step time against the first "
                  "(e.g. rrfp,rrfp-fixed)")
       ->delimiter(',');
+  app.add_option("--clip-grad", a.clip_grad,
+                 "with --policies: each policy also with this rrfp train --clip-grad (updates after the graph)");
   app.add_option("--model", a.model, "gpt-tiny or mm-tiny")->capture_default_str();
   app.add_option("--hint", a.hint, "with --policies: the S=2 hint")->capture_default_str();
   app.add_option("--seq-len-dist", a.seq_len_dist, "gpt-tiny sequence lengths (rrfp train --seq-len-dist)")

@@ -103,8 +103,8 @@ Trainer::Impl::Impl(Resolved r)
   if (mpi) {  // before the first message: ranks of other runs would abort in StarPU-MPI or wait forever
     if (!mpi_all_equal(rank_agreement(o, hint, ident).dump()))
       throw SpecError("the ranks were started with different `rrfp train` flags or data (model, data file, seed, "
-                      "schedule, steps, learning rate, checkpointing, evaluation or transport differ): every rank "
-                      "needs the same ones");
+                      "schedule, steps, learning rate, clipping, checkpointing, evaluation or transport differ): "
+                      "every rank needs the same ones");
   }
   if (!fault.task.empty()) {  // a failure that can never fire would pass a fault test silently
     bool names_one = false;
