@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "tests/train_helpers.hpp"
@@ -92,6 +93,22 @@ TEST(TrainClip, ModelNormAgreesAcrossExecutorsAndTheClipBites) {
   EXPECT_NE(losses(clipped)[2], unclipped[2]);
   const auto a = losses(clipped), b = losses(train(plain));
   for (int k = 0; k < 3; ++k) EXPECT_NEAR(a[k], b[k], 1e-4) << "step " << k + 1;
+}
+
+// Clipping keeps no state: a clipped run resumed from its checkpoint
+// continues exactly, and the replay executor clips as StarPU does.
+TEST(TrainClip, ResumedAndReplayedRunsClipAlike) {
+  TrainOptions o = small(6);
+  o.clip_grad = 0.5;
+  const auto dir = std::filesystem::temp_directory_path() / "rrfp_clip_resume";
+  testing::expect_resume_continues(o, dir);
+  std::filesystem::remove_all(dir);
+  o.steps = 3;
+  TrainOptions replay = o;
+  replay.executor = "replay";
+  const TrainResult a = train(o), b = train(replay);
+  EXPECT_EQ(losses(a), losses(b));
+  EXPECT_EQ(norms(a), norms(b));
 }
 
 TEST(TrainClip, BadLimitsAreRefused) {
