@@ -184,7 +184,10 @@ int policy_ratios(const Args& a) {
   bool same = true;  // among the unclipped runs, and among the clipped ones
   for (size_t k = per; k < cfgs.size(); ++k)
     for (int r = 0; r < a.rounds; ++r) same = same && cfgs[k].steps[r].loss == cfgs[k % per].steps[r].loss;
-  fmt::print("losses equal across policies (bitwise): {}\n", same ? "yes" : "NO");
+  if (cfgs.size() > per)
+    fmt::print("losses equal across policies (bitwise): {}\n", same ? "yes" : "NO");
+  else
+    fmt::print("losses equal across policies: n/a (one policy)\n");
   return same ? 0 : 1;
 }
 
@@ -348,6 +351,10 @@ int main(int argc, char** argv) {
   app.add_option("--zoo-hints", a.zoo_hints, "with --plan: the hints it is compared with")->delimiter(',');
   app.add_flag("--quiet", a.quiet, "no progress line per round");
   CLI11_PARSE(app, argc, argv);
+  if (a.clip_grad != 0 && (a.policies.empty() || !(a.clip_grad > 0))) {
+    std::fprintf(stderr, "error: --clip-grad takes a norm > 0 and goes with --policies\n");
+    return 2;
+  }
   if (a.rounds < 1 || a.warmup < 0) {
     std::fprintf(stderr, "error: --rounds must be at least 1 and --warmup not negative\n");
     return 2;

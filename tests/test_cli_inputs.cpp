@@ -63,7 +63,7 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
   expect_refused(kTrain + "--steps 2 --min-lr 1e-4", "--min-lr applies to --lr-decay cosine or linear");
   expect_refused(kTrain + "--steps 2 --lr-decay-steps 4", "--lr-decay-steps applies to --lr-decay cosine or linear");
   expect_refused(kTrain + "--steps 2 --lr-decay linear --lr-decay-steps -1", "--lr-decay-steps must be at least 1");
-  expect_refused(kTrain + "--steps 2 --clip-grad -0.5", "--clip-grad -0.5 must be a positive norm");
+  expect_refused(kTrain + "--steps 2 --clip-grad -0.5", "--clip-grad -0.5 must be a norm >= 0");
   expect_refused(kTrain + "--steps 2 --clip-grad nan", "--clip-grad: 'nan' is not a finite number");
   expect_refused("sim --hint 1f1b --stages 2 --bandwidth-gbps 1e-30", "must be 0 (infinite) or from 1e-06");
   expect_refused("profile --d-model 16 --heads 2 --seq-len 8 --layers 2 --devices 5 -o " + ::testing::TempDir() +

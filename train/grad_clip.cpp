@@ -1,16 +1,20 @@
 #include "train/grad_clip.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 namespace rrfp::train {
 
 double grad_sq_norm(const std::vector<torch::Tensor>& grads) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& g : grads)
+    if (g.defined()) norms.push_back(g.detach().norm(2));
+  if (norms.empty()) return 0;
+  // One copy to the host for all of them (on a GPU: one wait, not one a tensor).
+  const torch::Tensor host = torch::stack(norms).to(torch::kCPU, torch::kFloat32).contiguous();
+  const float* n = host.data_ptr<float>();
   double sq = 0;
-  for (const auto& g : grads) {
-    if (!g.defined()) continue;
-    const double n = g.detach().norm(2).item<float>();
-    sq += n * n;
-  }
+  for (std::int64_t i = 0; i < host.numel(); ++i) sq += static_cast<double>(n[i]) * n[i];
   return sq;
 }
 

@@ -1,6 +1,7 @@
 // Gradient-norm clipping (`rrfp train --clip-grad X`), as
-// torch.nn.utils.clip_grad_norm_ computes it: the L2 norm of the
-// per-tensor L2 norms, then every gradient scaled by
+// torch.nn.utils.clip_grad_norm_ computes it up to the rounding of the
+// total (summed in double here, so that ranks can add their stages'): the
+// L2 norm of the per-tensor L2 norms, then every gradient scaled by
 // min(1, X / (norm + 1e-6)). Synchronous training clips by the whole
 // model's norm (Megatron's --clip-grad across pipeline ranks); under
 // --async each stage clips by its own, since a stage updates alone

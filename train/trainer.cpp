@@ -188,15 +188,18 @@ ExecOptions Trainer::Impl::exec_options(int step) {
   // the microbatch gradients are summed in order there too).
   // --clip-grad (synchronous): every update waits for the model's norm,
   // so they run after the graph (update_after_graph), as Megatron's do.
-  if (!(o.clip_grad > 0 && !async)) eo.stage_epilogue = [this, step](int i) {  // member * P + stage
-    const int t = i / P, s = i % P;
-    if (mpi && !plan.mirror[s].empty()) return;  // copies on several ranks: after the graph (mirror_update)
-    if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
-    one_intra_op_thread();
-    WorkerStream on_gpu(worker_cuda_device(), worker_cuda_stream());  // a CUDA worker: torch on its StarPU stream
-    optimizer_step(t, s, step, pipes[t]->stage_grads(s));
-    if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
-  };
+  const bool updates_in_graph = !(o.clip_grad > 0 && !async);
+  if (updates_in_graph) {
+    eo.stage_epilogue = [this, step](int i) {  // member * P + stage
+      const int t = i / P, s = i % P;
+      if (mpi && !plan.mirror[s].empty()) return;  // copies on several ranks: after the graph (mirror_update)
+      if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
+      one_intra_op_thread();
+      WorkerStream on_gpu(worker_cuda_device(), worker_cuda_stream());  // a CUDA worker: torch on its StarPU stream
+      optimizer_step(t, s, step, pipes[t]->stage_grads(s));
+      if (t == 0) opt_end[s] = secs(Clock::now() - t_run);
+    };
+  }
   eo.worker_init = warm_worker;
   eo.inflight_slack = o.inflight_slack;
   eo.memory_budget = memory_budget;
@@ -308,10 +311,15 @@ void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::
     const double f = clip_factor(rec.grad_norm, o.clip_grad);
     for (auto& gr : grads) scale_grads(gr, f);
   }
+  // The main thread's updates go on the stage's device track of --trace,
+  // as the epilogue tasks' do (under MPI each rank knows only its own: left out).
+  const bool traced = !o.trace_path.empty() && !mpi && o.executor != "plain";
   for (int s = 0; s < P; ++s) {
     if (mpi && !plan.local_stage[s]) continue;
-    if (o.executor == "starpu") one_intra_op_thread();  // as on a worker (plain: the loop keeps its threads)
+    const double t0 = secs(Clock::now() - t_run);
     optimizer_step(0, s, step, grads[s]);
+    if (traced)
+      trace.slices.push_back({g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, secs(Clock::now() - t_run)});
   }
 }
 

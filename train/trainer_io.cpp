@@ -54,7 +54,7 @@ void check_options(const TrainOptions& o) {
   if (o.lr_decay_steps < 0) throw SpecError("--lr-decay-steps must be at least 1 (0 or none: --steps)");
   lr_schedule(o).check();
   if (!(o.clip_grad >= 0) || std::isinf(o.clip_grad))
-    throw SpecError(fmt::format("--clip-grad {} must be a positive norm (0: no clipping)", o.clip_grad));
+    throw SpecError(fmt::format("--clip-grad {} must be a norm >= 0 (0: no clipping)", o.clip_grad));
   if (o.clip_grad > 0 && o.tensor_parallel > 1)
     throw SpecError("--clip-grad with --tensor-parallel is not supported yet (the members' shards and replicated "
                     "parameters would need one norm across the group)");

@@ -26,7 +26,8 @@ export STARPU_SCHED=rrfp-fixed STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1
 # PACI under a learning-rate schedule (each stage's k-th update at rate k,
 # whenever it runs); AMDP across a window's boundary, 2 and 4 directions,
 # and under a schedule; --clip-grad by the whole model's norm (sync: rrfp
-# train's synchronous 1F1B, A microbatches a step) and by each stage's
+# train's synchronous 1F1B, A microbatches a step) and by each stage's own
+# norm (paci, amdp)
 for cfg in "paci 8 8 4 1e-3 30" "paci 4 4 2 3e-3 3" "paci 8 8 4 2e-3 30 | --lr-warmup 3 --lr-decay cosine" \
            "amdp 4 4 4 1e-3 3 --directions 2 --deterministic" "amdp 4 4 4 1e-3 30 --directions 4 --deterministic" \
            "amdp 4 4 4 2e-3 3 --directions 2 --deterministic | --lr-warmup 3 --lr-decay linear" \

@@ -13,7 +13,7 @@ args="train --quiet --stages $stages --hint $hint --steps $steps --microbatches 
 STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
 "$mpirun" --oversubscribe -np "$np" -x STARPU_SCHED="$policy" "$rrfp" $args $mpi_args --devices-per-rank "$k" \
   --json "$dir/mpi.json" || exit 1
-python3 - "$dir" <<'PY' || exit 1
+python3 - "$dir" "$both_args" <<'PY' || exit 1
 import json, sys
 d = sys.argv[1]
 loss = lambda f: [(s["loss"], s.get("val_loss"), s.get("grad_norm")) for s in json.load(open(f"{d}/{f}"))["steps"]]
@@ -21,6 +21,10 @@ one, mpi = loss("one.json"), loss("mpi.json")
 print("one process:", one)
 print("multi-rank: ", mpi)
 assert len(one) == len(mpi) and one == mpi, "losses differ"
+args = sys.argv[2].split()
+if "--clip-grad" in args:  # a clip that never bites checks nothing
+    limit = float(args[args.index("--clip-grad") + 1])
+    assert max(n for _, _, n in one) > limit, f"no step's norm is above --clip-grad {limit}"
 print("OK: bitwise equal over", len(one), "steps")
 PY
 rm -rf "$dir"
