@@ -19,19 +19,7 @@ namespace {
 
 using testing::losses;
 
-TrainOptions small(int steps) {
-  TrainOptions o;
-  o.gpt = testing::small_gpt(2, 2);
-  o.stages = 2;
-  o.microbatches = 2;
-  o.micro_batch_size = 2;
-  o.steps = steps;
-  o.hint = "1f1b";
-  o.lr = 1e-2;
-  o.deterministic = true;
-  o.policy = "rrfp-fixed";
-  return o;
-}
+TrainOptions small(int steps) { return testing::small_run(steps); }
 
 std::vector<double> norms(const TrainResult& r) {
   std::vector<double> n;

@@ -31,6 +31,22 @@ inline std::vector<Microbatch> corpus_batch(const GptConfig& c, int M, int b, st
   return make_microbatches(smp.next(M * b), M, b, c.seq_len);
 }
 
+// A small reproducible run: 2 stages of small_gpt(2, 2), 1F1B, 2
+// microbatches of 2, lr 1e-2, --deterministic under rrfp-fixed.
+inline TrainOptions small_run(int steps) {
+  TrainOptions o;
+  o.gpt = small_gpt(2, 2);
+  o.stages = 2;
+  o.microbatches = 2;
+  o.micro_batch_size = 2;
+  o.steps = steps;
+  o.hint = "1f1b";
+  o.lr = 1e-2;
+  o.deterministic = true;
+  o.policy = "rrfp-fixed";
+  return o;
+}
+
 // The losses of a run, step by step.
 inline std::vector<double> losses(const TrainResult& r) {
   std::vector<double> l;
