@@ -169,6 +169,11 @@ TEST(TrainAsync, BadOptionsAreRefusedByName) {
 TEST(TrainAsync, PinnedVersionsRepeatUnderEveryPolicy) {
   TrainOptions o = paci(4, 3);
   o.microbatches = 2;
+  // Jittered links vary the inputs' arrival, so forwards start after a
+  // later update more often (about 58% of runs here, 42% without; under
+  // ASan's slower, more even timing far fewer: once none in 24 runs).
+  o.link_ms = 1;
+  o.link_jitter = 0.9;
   auto late = [](const TrainResult& r) {
     int n = 0;
     for (const auto& st : r.steps) n += st.late_forwards;
@@ -177,8 +182,8 @@ TEST(TrainAsync, PinnedVersionsRepeatUnderEveryPolicy) {
   const TrainResult fixed = train(o);
   EXPECT_EQ(late(fixed), 0) << "rrfp-fixed runs 1F1B's order: no forward after a later update";
   int late_runs = 0;
-  // Until some run had a forward start late (the pins at work), at most 6 rounds.
-  for (int round = 0; round < 6 && (round < 2 || late_runs == 0); ++round)
+  // Until some run had a forward start late (the pins at work), at most 12 rounds.
+  for (int round = 0; round < 12 && (round < 2 || late_runs == 0); ++round)
     for (const char* pol : {"rrfp", "rrfp-wait", "eager", "lws"}) {
       o.policy = pol;
       const TrainResult r = train(o);
