@@ -127,11 +127,6 @@ TEST(TrainClip, BadLimitsAreRefused) {
   refused(o, "--clip-grad -1 must be a norm >= 0");
   o.clip_grad = std::numeric_limits<double>::quiet_NaN();
   refused(o, "must be a norm >= 0");
-  o = small(2);
-  o.clip_grad = 1;
-  o.tensor_parallel = 2;
-  o.gpt.heads = 2;
-  refused(o, "--clip-grad with --tensor-parallel is not supported yet");
 }
 
 }  // namespace rrfp::train

@@ -156,9 +156,6 @@ TEST(TrainEval, BadOptionsAreRefusedByName) {
   o = small();
   o.eval_microbatches = 0;
   refused(o, "--eval-microbatches must be at least 1");
-  o = small();
-  o.tensor_parallel = 2;
-  refused(o, "--eval-every with --tensor-parallel");
 }
 
 }  // namespace rrfp::train

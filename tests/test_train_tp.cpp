@@ -172,6 +172,40 @@ TEST(TrainTensorParallel, TrainingMatchesOneMemberAcrossPoliciesAndResumes) {
   std::filesystem::remove_all(dir1);
 }
 
+// --clip-grad and --eval-every with T = 2: the model's norm counts every
+// member's shards and the replicated parameters once, so it, the clipped
+// losses and the validation losses (of the gathered model) follow T = 1
+// within 1e-5; the clip bites (later losses differ from an unclipped run).
+TEST(TrainTensorParallel, ClipsByTheModelsNormAndEvaluatesTheGatheredModel) {
+  setenv("STARPU_WORKERS_NOBIND", "1", 1);
+  TrainOptions o1 = tp_run(1);
+  o1.clip_grad = 1e9;
+  o1.steps = 4;
+  const TrainResult loose = train(o1);
+  const double limit = loose.steps[0].grad_norm / 4;
+  ASSERT_GT(limit, 0);
+  o1.clip_grad = limit;
+  o1.eval_every = 2;
+  TrainOptions o2 = o1;
+  o2.tensor_parallel = 2;
+  o2.policy = "rrfp";
+  const TrainResult one = train(o1), two = train(o2);
+  ASSERT_EQ(two.steps.size(), one.steps.size());
+  for (size_t i = 0; i < one.steps.size(); ++i) {
+    const StepRecord &a = one.steps[i], &b = two.steps[i];
+    EXPECT_NEAR(b.grad_norm, a.grad_norm, 1e-5 * a.grad_norm) << "step " << i + 1;
+    EXPECT_NEAR(b.loss, a.loss, 1e-5 * a.loss) << "step " << i + 1;
+    if (i > 0) {
+      EXPECT_NE(b.loss, loose.steps[i].loss) << "step " << i + 1 << ": the clip changed nothing";
+    }
+    if (i % 2 == 1) {
+      ASSERT_GT(a.val_loss, 0) << "step " << i + 1 << " evaluates";
+      EXPECT_NEAR(b.val_loss, a.val_loss, 1e-5 * a.val_loss) << "step " << i + 1;
+    }
+  }
+  EXPECT_GT(two.steps[0].grad_norm, limit) << "the first step is clipped";
+}
+
 TEST(TrainTensorParallel, BadCombinationsAreRefused) {
   TrainOptions o = tp_run(2);
   o.model = "mm-tiny";

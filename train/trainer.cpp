@@ -9,7 +9,6 @@
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tp_comm.hpp"
 #include "train/data.hpp"
-#include "train/grad_clip.hpp"
 #include "train/mirror_reduce.hpp"
 #include "train/mm_model.hpp"
 #include "train/reference.hpp"
@@ -283,46 +282,6 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
   return stepped;
 }
 
-void Trainer::Impl::mirror_update(int step) {
-  mirror_reduce(pipe(), plan, mpi_rank);
-  for (int s = 0; s < P; ++s) {
-    if (plan.mirror[s].empty() || !plan.local_stage[s]) continue;
-    one_intra_op_thread();
-    optimizer_step(0, s, step, pipe().stage_grads(s));
-  }
-}
-
-void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec) {
-  if (mpi) mirror_reduce(pipe(), plan, mpi_rank);  // the copies' sums first: the norm counts a stage once
-  if (grads.empty())  // the pipeline's sums (all but the plain loop), this rank's stages
-    for (int s = 0; s < P; ++s)
-      grads.push_back(!mpi || plan.local_stage[s] ? pipe().stage_grads(s) : std::vector<torch::Tensor>{});
-  if (o.clip_grad > 0) {
-    // Per stage, from its owner (Megatron all-reduces the squared norm over
-    // pipeline ranks), then summed in stage order: every rank count gives
-    // one process's norm, bit for bit.
-    std::vector<double> sq(P, 0.0);
-    for (int s = 0; s < P; ++s)
-      if (!mpi || (plan.local_stage[s] && stage_owner(s) == mpi_rank)) sq[s] = grad_sq_norm(grads[s]);
-    if (mpi) mpi_sum_in_place(sq.data(), P);
-    double total = 0;
-    for (double x : sq) total += x;
-    rec.grad_norm = std::sqrt(total);
-    const double f = clip_factor(rec.grad_norm, o.clip_grad);
-    for (auto& gr : grads) scale_grads(gr, f);
-  }
-  // The main thread's updates go on the stage's device track of --trace,
-  // as the epilogue tasks' do (under MPI each rank knows only its own: left out).
-  const bool traced = !o.trace_path.empty() && !mpi && o.executor != "plain";
-  for (int s = 0; s < P; ++s) {
-    if (mpi && !plan.local_stage[s]) continue;
-    const double t0 = secs(Clock::now() - t_run);
-    optimizer_step(0, s, step, grads[s]);
-    if (traced)
-      trace.slices.push_back({g.spec().device_of(s, 0), fmt::format("opt{}", s), t0, secs(Clock::now() - t_run)});
-  }
-}
-
 bool Trainer::Impl::checkpoint_due(int step) const {
   if (o.checkpoint_dir.empty()) return false;
   // --async evaluates without a drain: a run that reached its target goes
@@ -335,16 +294,6 @@ bool Trainer::Impl::eval_due(int step) const {
   // Every K steps and after the last one, as Megatron does: a run's final
   // weights always have a validation loss.
   return o.eval_every > 0 && (step % o.eval_every == 0 || step == o.steps);
-}
-
-double Trainer::Impl::validation_loss() {
-  if (!mpi) return eval_loss(model(), data->validation());
-  // Rank 0 evaluates the whole model; every rank gets the loss, so all stop alike.
-  share_stage_state(false);
-  double loss = -1;
-  if (mpi_rank == 0) loss = eval_loss(model(), data->validation());
-  mpi_broadcast(&loss, sizeof loss, 0);
-  return loss;
 }
 
 void Trainer::Impl::account(StepRecord& rec) {

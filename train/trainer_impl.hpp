@@ -137,7 +137,13 @@ struct Trainer::Impl {
   // executors, and --clip-grad, whose norm needs every stage's gradient):
   // `grads` per model stage (the plain loop's), or empty for the
   // pipeline's. With --clip-grad, records the model's norm in `rec`.
+  // With --tensor-parallel every member's, and the norm counts the
+  // members' shards and the replicated parameters once (trainer_update.cpp).
   void update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec);
+  // Whether this process updates member t of stage s (under mpirun: its rank holds it).
+  bool updates_here(int s, int t) const;
+  // Member t's part of stage s's squared gradient norm.
+  double member_sq_norm(int s, int t, const std::vector<torch::Tensor>& grads) const;
 
   // Every --checkpoint-every steps, and at the run's last step (the target's too).
   bool checkpoint_due(int step) const;
@@ -147,7 +153,8 @@ struct Trainer::Impl {
   void account(StepRecord& rec);
   bool eval_due(int step) const;
   // The validation loss of the model's weights as they are now (under
-  // mpirun every stage's owner shares them first; every rank gets it).
+  // mpirun every stage's owner shares them first; every rank gets it;
+  // tensor-parallel shards are gathered into the full model).
   double validation_loss();
 
   // Under mpirun a window's records hold this rank's stages' drift and

@@ -46,7 +46,6 @@ void check_options(const TrainOptions& o) {
                                   per_microbatch));
   if (o.target_loss < 0) throw SpecError("--target-loss must be positive");
   if (o.target_loss > 0 && o.eval_every == 0) throw SpecError("--target-loss needs --eval-every K (steps between evaluations)");
-  if (o.eval_every > 0 && o.tensor_parallel > 1) throw SpecError("--eval-every with --tensor-parallel is not supported yet");
   if (o.resume && o.checkpoint_dir.empty()) throw SpecError("--resume needs --checkpoint DIR");
   if (o.lr_decay == "constant")  // flags that would change nothing
     for (const auto& [given, flag] : {std::pair{o.lr_decay_steps != 0, "--lr-decay-steps"}, {!std::isnan(o.min_lr), "--min-lr"}})
@@ -55,9 +54,6 @@ void check_options(const TrainOptions& o) {
   lr_schedule(o).check();
   if (!(o.clip_grad >= 0) || std::isinf(o.clip_grad))
     throw SpecError(fmt::format("--clip-grad {} must be a norm >= 0 (0: no clipping)", o.clip_grad));
-  if (o.clip_grad > 0 && o.tensor_parallel > 1)
-    throw SpecError("--clip-grad with --tensor-parallel is not supported yet (the members' shards and replicated "
-                    "parameters would need one norm across the group)");
   if (o.executor != "starpu" && o.executor != "replay" && o.executor != "plain")
     throw SpecError(fmt::format("unknown executor '{}' (known: starpu, replay, plain)", o.executor));
   if (o.multi_rank && o.executor != "starpu")
