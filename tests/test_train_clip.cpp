@@ -113,11 +113,33 @@ TEST(TrainClip, AsyncStagesClipTheirOwnUpdates) {
     o.async_window = 2;
     TrainOptions clipped = o;
     clipped.clip_grad = 1e-3;
-    const auto a = losses(train(o)), b = losses(train(clipped));
+    const TrainResult ra = train(o), rb = train(clipped);
+    const auto a = losses(ra), b = losses(rb);
     EXPECT_EQ(a[0], b[0]) << mode << ": step 1's loss is before any update";
     EXPECT_NE(a[3], b[3]) << mode;
     EXPECT_EQ(losses(train(clipped)), b) << mode << ": --deterministic repeats";
+    for (const auto& r : ra.steps) EXPECT_TRUE(r.stage_grad_norm.empty()) << mode << ": no clip, no norms";
+    for (const auto& r : rb.steps) {  // every stage's own norm, above the limit it was clipped to
+      ASSERT_EQ(r.stage_grad_norm.size(), 2u) << mode;
+      for (double n : r.stage_grad_norm) EXPECT_GT(n, clipped.clip_grad) << mode << " step " << r.step;
+    }
   }
+}
+
+// PACI's first update of each stage sums the gradients of step 1's
+// microbatches, all made with the initial weights: the stages' own norms
+// add up (in squares) to the synchronous step 1's model norm.
+TEST(TrainClip, PaciStageNormsAddUpToTheModelsNormAtStepOne) {
+  TrainOptions sync = small(2);
+  sync.microbatches = 4;
+  sync.clip_grad = 1e9;
+  TrainOptions paci = sync;
+  paci.async_mode = "paci";
+  paci.async_window = 2;
+  const double model = train(sync).steps[0].grad_norm;
+  const std::vector<double> stage = train(paci).steps[0].stage_grad_norm;
+  ASSERT_EQ(stage.size(), 2u);
+  EXPECT_NEAR(std::sqrt(stage[0] * stage[0] + stage[1] * stage[1]), model, 1e-5 * model);
 }
 
 TEST(TrainClip, BadLimitsAreRefused) {

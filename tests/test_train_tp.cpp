@@ -219,6 +219,30 @@ TEST(TrainTensorParallel, BadCombinationsAreRefused) {
   EXPECT_THROW(train(o), SpecError);
   o = tp_run(0);
   EXPECT_THROW(train(o), SpecError);
+  o = tp_run(2);
+  o.plan_path = "plan.json";
+  testing::expect_refused(o, "--plan with --tensor-parallel is not supported");
+}
+
+// --partition with T = 2: every member's shards split alike, so the losses
+// follow T = 1 with the same uneven partition within 1e-5, and the stage
+// holding more blocks holds more activation memory than under the other split.
+TEST(TrainTensorParallel, UnevenPartitionSplitsEveryMemberAlike) {
+  setenv("STARPU_WORKERS_NOBIND", "1", 1);
+  TrainOptions o1 = tp_run(1);
+  o1.gpt.layers = 3;
+  o1.steps = 3;
+  o1.partition = {2, 1};
+  TrainOptions o2 = o1;
+  o2.tensor_parallel = 2;
+  const TrainResult one = train(o1), two = train(o2);
+  ASSERT_EQ(two.steps.size(), one.steps.size());
+  for (size_t i = 0; i < one.steps.size(); ++i)
+    EXPECT_NEAR(two.steps[i].loss, one.steps[i].loss, 1e-5 * one.steps[i].loss) << "step " << i + 1;
+  o2.partition = {1, 2};
+  const TrainResult other = train(o2);
+  EXPECT_GT(two.steps[0].peak_activation_per_stage[0], other.steps[0].peak_activation_per_stage[0])
+      << "stage 0 holds two blocks under {2, 1}, one under {1, 2}";
 }
 
 }  // namespace

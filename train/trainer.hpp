@@ -131,6 +131,9 @@ struct StepRecord {
   // --clip-grad, synchronous: the whole model's gradient norm before the
   // clip; < 0: not taken (no clip, or --async, where each stage clips alone).
   double grad_norm = -1;
+  // --clip-grad --async, per model stage: the stage's own norm before the
+  // clip of its update of this step. Empty otherwise.
+  std::vector<double> stage_grad_norm;
 };
 
 // --target-loss: when the validation loss first reached it, counted in

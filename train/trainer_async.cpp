@@ -17,15 +17,18 @@ void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
   // Each (stage, microbatch) ran on one rank: a rank's mean already divides
   // by every microbatch of the step, so the means add up; so do the peaks
   // of a stage's copies (AMDP: home and mirror on two ranks; an upper bound
-  // of their joint peak, exact when only one rank holds the stage).
+  // of their joint peak, exact when only one rank holds the stage). A
+  // stage's norm is its updating ranks' (0 elsewhere; copies agree).
   for (StepRecord& r : recs) {  // the losses are merged already (AsyncWindows::run)
     std::vector<double> mx(r.drift_max.begin(), r.drift_max.end()), sum(r.drift_mean);
+    mx.insert(mx.end(), r.stage_grad_norm.begin(), r.stage_grad_norm.end());
     for (auto x : r.peak_activation_per_stage) sum.push_back(static_cast<double>(x));
     sum.push_back(r.late_forwards);
     mpi_max_in_place(mx.data(), static_cast<int>(mx.size()));
     mpi_sum_in_place(sum.data(), static_cast<int>(sum.size()));
     for (int s = 0; s < P; ++s) {
       r.drift_max[s] = static_cast<int>(mx[s]);
+      if (!r.stage_grad_norm.empty()) r.stage_grad_norm[s] = mx[P + s];
       r.drift_mean[s] = sum[s];
       r.peak_activation_per_stage[s] = static_cast<std::int64_t>(sum[P + s]);
     }
@@ -81,14 +84,18 @@ StepRecord Trainer::Impl::async_step() {
       };
     // The window's last step is evaluated on the weights it ends with: no copy.
     if (o.eval_every > 0) hooks.keep_weights = [this, last = next + K - 1](int step) { return step != last && eval_due(step); };
+    // --clip-grad: [step - first][stage], each slot written by one update task.
+    std::vector<std::vector<double>> norms;
+    if (o.clip_grad > 0) norms.assign(K, std::vector<double>(P, 0.0));
     auto recs = async->run(
         next, std::move(batches), toks, eo,
-        [this](int s, int step, const std::vector<torch::Tensor>& gr) {
+        [this, &norms, first = next](int s, int step, const std::vector<torch::Tensor>& gr) {
           // --clip-grad: the stage's own norm; a stage updates alone here
-          if (o.clip_grad > 0) clip_stage_grads(gr, o.clip_grad);
+          if (o.clip_grad > 0) norms.at(step - first).at(s) = clip_stage_grads(gr, o.clip_grad);
           optimizer_step(0, s, step, gr);
         },
         hooks);
+    for (size_t k = 0; k < norms.size() && k < recs.size(); ++k) recs[k].stage_grad_norm = norms[k];
     res.policy = async->policy();
     const bool evaluated = evaluate_kept(async->take_kept_weights(), recs);
     // AMDP: copies away from a stage's home missed its last updates; the

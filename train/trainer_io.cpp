@@ -69,8 +69,6 @@ void check_options(const TrainOptions& o) {
     throw SpecError("--mlp-widths applies to gpt-tiny and gpt-small (mm-tiny's blocks have the default width)");
   if (o.tensor_parallel > 1 && !o.gpt.uniform_mlp())
     throw SpecError("--mlp-widths with --tensor-parallel is not supported (the shards split 4 * d_model)");
-  if (o.tensor_parallel > 1 && !o.partition.empty())
-    throw SpecError("--partition / --plan with --tensor-parallel is not supported");
   if (o.inflight_slack < 0 || o.inflight_slack > 1000000)
     throw SpecError(fmt::format("the in-flight slack {} must be in [0, 1000000]", o.inflight_slack));
   check_link_delay(o.link_ms, o.link_jitter);
@@ -216,6 +214,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
     steps.back()["lr"] = schedule.at(r.step);  // the rate of this step's updates
     if (r.val_loss >= 0) steps.back()["val_loss"] = r.val_loss;
     if (r.grad_norm >= 0) steps.back()["grad_norm"] = r.grad_norm;
+    if (!r.stage_grad_norm.empty()) steps.back()["stage_grad_norm"] = r.stage_grad_norm;
     if (!r.drift_max.empty()) {
       steps.back()["version_drift_max"] = r.drift_max;
       steps.back()["version_drift_mean"] = r.drift_mean;
