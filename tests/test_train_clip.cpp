@@ -123,6 +123,13 @@ TEST(TrainClip, AsyncStagesClipTheirOwnUpdates) {
       ASSERT_EQ(r.stage_grad_norm.size(), 2u) << mode;
       for (double n : r.stage_grad_norm) EXPECT_GT(n, clipped.clip_grad) << mode << " step " << r.step;
     }
+    // Each step's norms are that step's: step 1's (before any update) equal
+    // a loose limit's bit for bit, step 2's (after a clipped update) do not.
+    TrainOptions loose = o;
+    loose.clip_grad = 1e9;
+    const TrainResult rl = train(loose);
+    EXPECT_EQ(rl.steps[0].stage_grad_norm, rb.steps[0].stage_grad_norm) << mode;
+    EXPECT_NE(rl.steps[1].stage_grad_norm, rb.steps[1].stage_grad_norm) << mode;
   }
 }
 

@@ -18,6 +18,7 @@
 #include "train/tp_model.hpp"
 #include "train/trainer.hpp"
 
+#include <cmath>
 #include <filesystem>
 
 namespace rrfp::train {
@@ -175,13 +176,18 @@ TEST(TrainTensorParallel, TrainingMatchesOneMemberAcrossPoliciesAndResumes) {
 // --clip-grad and --eval-every with T = 2: the model's norm counts every
 // member's shards and the replicated parameters once, so it, the clipped
 // losses and the validation losses (of the gathered model) follow T = 1
-// within 1e-5; the clip bites (later losses differ from an unclipped run).
+// within 1e-5; the clip bites: the last loss differs from the unclipped
+// T = 2 run's by far more than that tolerance (AdamW is nearly blind to one
+// step's scale, so the first steps barely move).
 TEST(TrainTensorParallel, ClipsByTheModelsNormAndEvaluatesTheGatheredModel) {
   setenv("STARPU_WORKERS_NOBIND", "1", 1);
   TrainOptions o1 = tp_run(1);
   o1.clip_grad = 1e9;
   o1.steps = 4;
   const TrainResult loose = train(o1);
+  TrainOptions loose2 = o1;
+  loose2.tensor_parallel = 2;
+  const double loose_last = train(loose2).steps.back().loss;
   const double limit = loose.steps[0].grad_norm / 4;
   ASSERT_GT(limit, 0);
   o1.clip_grad = limit;
@@ -195,15 +201,13 @@ TEST(TrainTensorParallel, ClipsByTheModelsNormAndEvaluatesTheGatheredModel) {
     const StepRecord &a = one.steps[i], &b = two.steps[i];
     EXPECT_NEAR(b.grad_norm, a.grad_norm, 1e-5 * a.grad_norm) << "step " << i + 1;
     EXPECT_NEAR(b.loss, a.loss, 1e-5 * a.loss) << "step " << i + 1;
-    if (i > 0) {
-      EXPECT_NE(b.loss, loose.steps[i].loss) << "step " << i + 1 << ": the clip changed nothing";
-    }
     if (i % 2 == 1) {
       ASSERT_GT(a.val_loss, 0) << "step " << i + 1 << " evaluates";
       EXPECT_NEAR(b.val_loss, a.val_loss, 1e-5 * a.val_loss) << "step " << i + 1;
     }
   }
   EXPECT_GT(two.steps[0].grad_norm, limit) << "the first step is clipped";
+  EXPECT_GT(std::abs(two.steps.back().loss - loose_last), 5e-5 * loose_last) << "the clip changed (almost) nothing";
 }
 
 TEST(TrainTensorParallel, BadCombinationsAreRefused) {
@@ -225,24 +229,26 @@ TEST(TrainTensorParallel, BadCombinationsAreRefused) {
 }
 
 // --partition with T = 2: every member's shards split alike, so the losses
-// follow T = 1 with the same uneven partition within 1e-5, and the stage
-// holding more blocks holds more activation memory than under the other split.
+// follow T = 1 with the same uneven partition within 1e-5 (a partition
+// never changes the losses), and what shows the split is taken: the stage
+// holding one block holds less activation memory than under the default
+// split, which gives 3 blocks on 2 stages as 2 + 1.
 TEST(TrainTensorParallel, UnevenPartitionSplitsEveryMemberAlike) {
   setenv("STARPU_WORKERS_NOBIND", "1", 1);
   TrainOptions o1 = tp_run(1);
   o1.gpt.layers = 3;
   o1.steps = 3;
-  o1.partition = {2, 1};
+  o1.partition = {1, 2};
   TrainOptions o2 = o1;
   o2.tensor_parallel = 2;
   const TrainResult one = train(o1), two = train(o2);
   ASSERT_EQ(two.steps.size(), one.steps.size());
   for (size_t i = 0; i < one.steps.size(); ++i)
     EXPECT_NEAR(two.steps[i].loss, one.steps[i].loss, 1e-5 * one.steps[i].loss) << "step " << i + 1;
-  o2.partition = {1, 2};
+  o2.partition = {};
   const TrainResult other = train(o2);
-  EXPECT_GT(two.steps[0].peak_activation_per_stage[0], other.steps[0].peak_activation_per_stage[0])
-      << "stage 0 holds two blocks under {2, 1}, one under {1, 2}";
+  EXPECT_LT(two.steps[0].peak_activation_per_stage[0], other.steps[0].peak_activation_per_stage[0])
+      << "stage 0 holds one block under {1, 2}, two under the default split";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The state of one training run between steps (Trainer's pimpl), shared by
-// trainer.cpp (set-up, the synchronous step), trainer_state.cpp
+// trainer.cpp (set-up, the synchronous step), trainer_update.cpp (the
+// updates after the graph, clipping, evaluation), trainer_state.cpp
 // (checkpoints, sharing weights between ranks) and trainer_async.cpp (the
 // --async windows). Private to train/.
 #pragma once
