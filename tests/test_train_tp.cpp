@@ -228,6 +228,26 @@ TEST(TrainTensorParallel, BadCombinationsAreRefused) {
   testing::expect_refused(o, "--plan with --tensor-parallel is not supported");
 }
 
+// --mlp-widths with T = 2: each block's MLP is split over the members
+// (an attention-only block has none), the losses follow T = 1 within 1e-5;
+// a width the members cannot split is refused by block.
+TEST(TrainTensorParallel, UnequalBlockWidthsSplitPerBlock) {
+  setenv("STARPU_WORKERS_NOBIND", "1", 1);
+  TrainOptions o1 = tp_run(1);
+  o1.gpt.layers = 3;
+  o1.gpt.mlp_widths = {256, 0, 32};
+  o1.steps = 3;
+  TrainOptions o2 = o1;
+  o2.tensor_parallel = 2;
+  const TrainResult one = train(o1), two = train(o2);
+  ASSERT_EQ(two.steps.size(), one.steps.size());
+  for (size_t i = 0; i < one.steps.size(); ++i)
+    EXPECT_NEAR(two.steps[i].loss, one.steps[i].loss, 1e-5 * one.steps[i].loss) << "step " << i + 1;
+  EXPECT_LT(two.steps.back().loss, two.steps.front().loss);
+  o2.gpt.mlp_widths = {256, 0, 33};
+  testing::expect_refused(o2, "--tensor-parallel 2 must divide block 2's MLP width (33)");
+}
+
 // --partition with T = 2: every member's shards split alike, so the losses
 // follow T = 1 with the same uneven partition within 1e-5 (a partition
 // never changes the losses), and what shows the split is taken: the stage

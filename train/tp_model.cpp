@@ -44,6 +44,7 @@ torch::Tensor tp_block(const BlockParams& b, const torch::Tensor& x, int64_t hea
   auto h = CopyToMembers::apply(torch::layer_norm(x, {d}, b.ln1_w, b.ln1_b));
   auto y = self_attention(h, b.qkv_w, b.qkv_b, heads_local, dh, masked);  // local heads only
   auto x1 = x + ReduceFromMembers::apply(tape_linear(y, b.proj_w)) + b.proj_b;
+  if (!b.fc1_w.defined()) return x1;  // attention-only block (--mlp-widths 0): one all-reduce each way
   auto h2 = CopyToMembers::apply(torch::layer_norm(x1, {d}, b.ln2_w, b.ln2_b));
   auto a = torch::gelu(tape_linear(h2, b.fc1_w, b.fc1_b));
   return x1 + ReduceFromMembers::apply(tape_linear(a, b.fc2_w)) + b.fc2_b;
@@ -89,17 +90,27 @@ GptTpShard::GptTpShard(const GptModel& full, int members, int member)
   if (cfg_.heads % members != 0 || cfg_.d_model % members != 0)
     throw SpecError(fmt::format("--tensor-parallel {} must divide the heads ({}) and the width ({})", members,
                                 cfg_.heads, cfg_.d_model));
+  for (int i = 0; i < cfg_.layers; ++i)
+    if (cfg_.mlp_width(i) % members != 0)
+      throw SpecError(fmt::format("--tensor-parallel {} must divide block {}'s MLP width ({})", members, i,
+                                  cfg_.mlp_width(i)));
   for (const NamedParam& p : full.all_params())
     params_.push_back({p.name, shard_of(p.t, shard_spec(p.name), member, members).requires_grad_(true)});
-  // Same order as GptModel: tok_emb, pos_emb, 12 per block, lnf.w, lnf.b, head.w, head.b.
+  // Same order as GptModel: tok_emb, pos_emb, 12 per block (6 without an
+  // MLP: --mlp-widths 0), lnf.w, lnf.b, head.w, head.b.
   tok_emb_ = params_[0].t, pos_emb_ = params_[1].t;
+  std::size_t at = 2;
   for (int i = 0; i < cfg_.layers; ++i) {
-    const std::size_t at = 2 + 12 * static_cast<std::size_t>(i);
     block_param_begin_.push_back(at);
     auto p = [&](int k) { return params_[at + k].t; };
-    blocks_.push_back({p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8), p(9), p(10), p(11)});
+    BlockParams b;
+    b.ln1_w = p(0), b.ln1_b = p(1), b.qkv_w = p(2), b.qkv_b = p(3), b.proj_w = p(4), b.proj_b = p(5);
+    if (cfg_.mlp_width(i) > 0)
+      b.ln2_w = p(6), b.ln2_b = p(7), b.fc1_w = p(8), b.fc1_b = p(9), b.fc2_w = p(10), b.fc2_b = p(11);
+    blocks_.push_back(b);
+    at += cfg_.mlp_width(i) > 0 ? 12 : 6;
   }
-  block_param_begin_.push_back(2 + 12 * static_cast<std::size_t>(cfg_.layers));
+  block_param_begin_.push_back(at);
   const std::size_t e = params_.size();
   if (e != block_param_begin_.back() + 4) throw std::logic_error("GptTpShard: unexpected parameter layout");
   head_ = {params_[e - 4].t, params_[e - 3].t, params_[e - 2].t, params_[e - 1].t};

@@ -1,7 +1,8 @@
 // Megatron-style tensor parallelism for gpt-tiny: member t of T holds a
 // shard of every block (attention heads [tH/T, (t+1)H/T), MLP columns
-// [4dt/T, 4d(t+1)/T)) and copies of everything else (norms, embeddings,
-// head, the biases added after a reduction).
+// [Wt/T, W(t+1)/T) of the block's width W, 4d unless --mlp-widths; a block
+// without an MLP has none) and copies of everything else (norms,
+// embeddings, head, the biases added after a reduction).
 //
 //   h  = LN(x);  h' = f(h)          f: identity forward, all-reduce backward
 //   y  = attention over local heads of h'; z = g(y W_proj,t) + b_proj

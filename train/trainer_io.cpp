@@ -67,8 +67,6 @@ void check_options(const TrainOptions& o) {
     throw SpecError("--tensor-parallel needs the StarPU executor: its members run concurrently");
   if (!o.gpt.mlp_widths.empty() && o.model == "mm-tiny")
     throw SpecError("--mlp-widths applies to gpt-tiny and gpt-small (mm-tiny's blocks have the default width)");
-  if (o.tensor_parallel > 1 && !o.gpt.uniform_mlp())
-    throw SpecError("--mlp-widths with --tensor-parallel is not supported (the shards split 4 * d_model)");
   if (o.inflight_slack < 0 || o.inflight_slack > 1000000)
     throw SpecError(fmt::format("the in-flight slack {} must be in [0, 1000000]", o.inflight_slack));
   check_link_delay(o.link_ms, o.link_jitter);
