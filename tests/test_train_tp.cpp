@@ -248,6 +248,22 @@ TEST(TrainTensorParallel, UnequalBlockWidthsSplitPerBlock) {
   testing::expect_refused(o2, "--tensor-parallel 2 must divide block 2's MLP width (33)");
 }
 
+// --seq-len-dist with T = 2: a microbatch of shorter sequences computes,
+// and all-reduces, on its own length; the losses follow T = 1 within 1e-5.
+TEST(TrainTensorParallel, VariableLengthSequences) {
+  setenv("STARPU_WORKERS_NOBIND", "1", 1);
+  TrainOptions o1 = tp_run(1);
+  o1.seq_len_dist = "uniform:3:16";
+  o1.steps = 3;
+  TrainOptions o2 = o1;
+  o2.tensor_parallel = 2;
+  const TrainResult one = train(o1), two = train(o2);
+  ASSERT_EQ(two.steps.size(), one.steps.size());
+  for (size_t i = 0; i < one.steps.size(); ++i)
+    EXPECT_NEAR(two.steps[i].loss, one.steps[i].loss, 1e-5 * one.steps[i].loss) << "step " << i + 1;
+  EXPECT_LT(two.steps[0].tokens, 4 * 2 * 16) << "every sequence at full length: nothing varied";
+}
+
 // --partition with T = 2: every member's shards split alike, so the losses
 // follow T = 1 with the same uneven partition within 1e-5 (a partition
 // never changes the losses), and what shows the split is taken: the stage

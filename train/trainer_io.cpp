@@ -20,9 +20,6 @@ void check_options(const TrainOptions& o) {
     throw SpecError("--data applies to gpt-tiny; mm-tiny draws its own images and captions");
   if (o.model == "mm-tiny" && o.seq_len_dist != "fixed")
     throw SpecError("--seq-len-dist applies to gpt-tiny; mm-tiny's captions have a fixed length (its images vary)");
-  if (o.tensor_parallel > 1 && o.seq_len_dist != "fixed")
-    throw SpecError("--seq-len-dist with --tensor-parallel is not supported: tensor-parallel members all-reduce "
-                    "full-length activations");
   o.gpt.validate();
   auto positive = [](int v, const char* flag) {
     if (v < 1) throw SpecError(fmt::format("{} must be at least 1, got {}", flag, v));
