@@ -29,7 +29,7 @@ case $kind in
     build-tsan/tests/rrfp_runtime_tests \
       --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*:RuntimeAsync.*:RuntimeAmdp.*:RuntimeSimAgreement.*:RuntimeMemoryBudget.*:RuntimeCuda.Cpu*:RuntimeCuda.CudaWorkers*'
     build-tsan/tests/rrfp_train_tests \
-      --gtest_filter='TrainTensorParallel.Grad*:TrainTensorParallel.Clips*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:TrainSeqLen.*:TrainPartition.*:TrainAsync.*:TrainAmdp.*'
+      --gtest_filter='TrainTensorParallel.Grad*:TrainTensorParallel.Clips*:TrainTensorParallel.VariableLength*:TrainClip.Async*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:TrainSeqLen.*:TrainPartition.*:TrainAsync.*:TrainAmdp.*'
     ;;
   *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
 esac
