@@ -7,7 +7,8 @@
 // each against the first (e.g. rrfp-fixed / rrfp on mm-tiny, whose encoder
 // cost varies from microbatch to microbatch).
 // --policies ... --clip-grad X: each policy also with --clip-grad X, whose
-// updates wait for the model's norm after the graph: clipped / unclipped.
+// updates wait for the model's norm after the graph: clipped / unclipped
+// (with --tensor-parallel T too: every member's updates after the graph).
 // --plan PLAN: a tuned plan (rrfp tune) against --zoo-hints on the even
 // partition: best hint / plan step time, and predicted / measured steps.
 //
@@ -100,6 +101,7 @@ struct Args {
   std::string mlp_widths, plan;  // --plan: the tuned plan against --zoo-hints on the even partition
   std::vector<std::string> zoo_hints = {"1f1b", "zb-h1", "interleaved-1f1b", "zbv", "chimera"};
   double clip_grad = 0;  // with --policies: each policy also with this --clip-grad
+  int tensor_parallel = 1;  // with --policies: rrfp train --tensor-parallel
   bool quiet = false;
 };
 
@@ -158,19 +160,22 @@ Config config(std::string name, TrainOptions opt, int stages, std::string hint, 
 int policy_ratios(const Args& a) {
   std::vector<Config> cfgs;
   const size_t per = a.clip_grad > 0 ? 2 : 1;  // per policy: unclipped, then clipped
+  TrainOptions base = base_options(a);
+  base.tensor_parallel = a.tensor_parallel;
   for (const auto& p : a.policies) {
-    cfgs.push_back(config(p, base_options(a), 2, a.hint, "starpu", false));
+    cfgs.push_back(config(p, base, 2, a.hint, "starpu", false));
     cfgs.back().opt.policy = p;
     if (per == 2) {
-      cfgs.push_back(config(p + "+clip", base_options(a), 2, a.hint, "starpu", false));
+      cfgs.push_back(config(p + "+clip", base, 2, a.hint, "starpu", false));
       cfgs.back().opt.policy = p;
       cfgs.back().opt.clip_grad = a.clip_grad;
     }
   }
   run_rounds(cfgs, a);
   fmt::print("{} measured rounds of one step each (after {} warm-up): {} S=2 {}, M={} microbatches of {}, "
-             "--deterministic\n",
-             a.rounds, a.warmup, a.model, a.hint, a.M, a.b);
+             "--deterministic{}\n",
+             a.rounds, a.warmup, a.model, a.hint, a.M, a.b,
+             a.tensor_parallel > 1 ? fmt::format(", --tensor-parallel {}", a.tensor_parallel) : "");
   for (auto& c : cfgs) {
     std::vector<double> bub;
     for (auto& s : c.steps) bub.push_back(s.bubble_ratio);
@@ -340,6 +345,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--clip-grad", a.clip_grad,
                  "with --policies: each policy also with this rrfp train --clip-grad (updates after the graph)");
+  app.add_option("--tensor-parallel", a.tensor_parallel, "with --policies: members per device (rrfp train --tensor-parallel)")
+      ->capture_default_str();
   app.add_option("--model", a.model, "gpt-tiny or mm-tiny")->capture_default_str();
   app.add_option("--hint", a.hint, "with --policies: the S=2 hint")->capture_default_str();
   app.add_option("--seq-len-dist", a.seq_len_dist, "gpt-tiny sequence lengths (rrfp train --seq-len-dist)")
@@ -353,6 +360,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (a.clip_grad != 0 && (a.policies.empty() || !(a.clip_grad > 0))) {
     std::fprintf(stderr, "error: --clip-grad takes a norm > 0 and goes with --policies\n");
+    return 2;
+  }
+  if (a.tensor_parallel != 1 && (a.policies.empty() || a.tensor_parallel < 1)) {
+    std::fprintf(stderr, "error: --tensor-parallel takes a count >= 1 and goes with --policies\n");
     return 2;
   }
   if (a.rounds < 1 || a.warmup < 0) {
