@@ -207,7 +207,7 @@ void add_train_command(CLI::App& app) {
       if (r.val_loss >= 0) drift += fmt::format("  val {:.4f}", r.val_loss);
       if (!schedule.is_constant()) drift += fmt::format("  lr {:.2e}", schedule.at(r.step));
       if (r.grad_norm >= 0) drift += fmt::format("  gnorm {:.3f}", r.grad_norm);
-      if (!r.stage_grad_norm.empty())  // --async: each stage's own; the largest
+      else if (!r.stage_grad_norm.empty())  // --async: each stage's own; the largest
         drift += fmt::format("  gnorm {:.3f} (stage max)",
                              *std::max_element(r.stage_grad_norm.begin(), r.stage_grad_norm.end()));
       fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB{}\n", r.step, r.loss,

@@ -143,10 +143,14 @@ TEST(TrainClip, PaciStageNormsAddUpToTheModelsNormAtStepOne) {
   TrainOptions paci = sync;
   paci.async_mode = "paci";
   paci.async_window = 2;
-  const double model = train(sync).steps[0].grad_norm;
+  const StepRecord first = train(sync).steps[0];
+  const double model = first.grad_norm;
   const std::vector<double> stage = train(paci).steps[0].stage_grad_norm;
   ASSERT_EQ(stage.size(), 2u);
   EXPECT_NEAR(std::sqrt(stage[0] * stage[0] + stage[1] * stage[1]), model, 1e-5 * model);
+  // The synchronous step records its stages' parts of the model's norm: PACI's, to rounding.
+  ASSERT_EQ(first.stage_grad_norm.size(), 2u);
+  for (int s = 0; s < 2; ++s) EXPECT_NEAR(first.stage_grad_norm[s], stage[s], 1e-5 * stage[s]) << "stage " << s;
 }
 
 TEST(TrainClip, BadLimitsAreRefused) {

@@ -131,8 +131,9 @@ struct StepRecord {
   // --clip-grad, synchronous: the whole model's gradient norm before the
   // clip; < 0: not taken (no clip, or --async, where each stage clips alone).
   double grad_norm = -1;
-  // --clip-grad --async, per model stage: the stage's own norm before the
-  // clip of its update of this step. Empty otherwise.
+  // --clip-grad, per model stage: the stage's own norm before the clip of
+  // its update of this step (synchronous: its part of grad_norm). Empty
+  // without --clip-grad.
   std::vector<double> stage_grad_norm;
 };
 

@@ -61,6 +61,12 @@ void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::
         if (!mpi || stage_owner(s, t) == mpi_rank) sq[s * TP + t] = member_sq_norm(s, t, member_grads[t][s]);
     if (mpi) mpi_sum_in_place(sq.data(), static_cast<int>(sq.size()));
     double total = 0;
+    rec.stage_grad_norm.assign(P, 0.0);
+    for (int s = 0; s < P; ++s) {
+      double stage = 0;
+      for (int t = 0; t < TP; ++t) stage += sq[s * TP + t];
+      rec.stage_grad_norm[s] = std::sqrt(stage);
+    }
     for (double x : sq) total += x;
     rec.grad_norm = std::sqrt(total);
     const double f = clip_factor(rec.grad_norm, o.clip_grad);
