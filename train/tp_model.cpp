@@ -128,7 +128,9 @@ torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool la
   // computes on its own length (so do its all-reduces) and zero-pads what
   // it sends to the next stage.
   const int64_t len = mb.tokens.size(1);
-  torch::Tensor x = first ? gpt_embed(tok_emb_, pos_emb_, mb.tokens) : (input.size(1) > len ? input.slice(1, 0, len) : input);
+  torch::Tensor x = first                   ? gpt_embed(tok_emb_, pos_emb_, mb.tokens)
+                    : input.size(1) > len ? input.slice(1, 0, len)
+                                          : input;
   const int64_t T = x.size(1), dh = cfg_.d_model / cfg_.heads;
   auto masked = causal_mask_.slice(0, 0, T).slice(1, 0, T);
   for (int i = r.first; i < r.last; ++i) x = tp_block(blocks_[i], x, cfg_.heads / T_, dh, masked);
