@@ -133,6 +133,17 @@ torch::Tensor gpt_embed(const torch::Tensor& tok_emb, const torch::Tensor& pos_e
   return torch::embedding(tok_emb, tokens) + pos_emb.slice(0, 0, tokens.size(1));
 }
 
+torch::Tensor gpt_stage_input(const torch::Tensor& tok_emb, const torch::Tensor& pos_emb, bool first,
+                              const torch::Tensor& input, const Microbatch& mb) {
+  if (first) return gpt_embed(tok_emb, pos_emb, mb.tokens);
+  const int64_t len = mb.tokens.size(1);
+  return input.size(1) > len ? input.slice(1, 0, len) : input;
+}
+
+torch::Tensor gpt_stage_output(const torch::Tensor& x, int64_t seq_len) {
+  return x.size(1) < seq_len ? torch::constant_pad_nd(x, {0, 0, 0, seq_len - x.size(1)}) : x;
+}
+
 torch::Tensor GptModel::embed(const torch::Tensor& tokens) const { return gpt_embed(tok_emb_, pos_emb_, tokens); }
 
 torch::Tensor GptModel::block(int i, const torch::Tensor& x) const {
@@ -146,14 +157,9 @@ torch::Tensor GptModel::head(const torch::Tensor& x) const {
 
 torch::Tensor GptModel::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                                       const Microbatch& mb) const {
-  // Messages between stages hold --seq-len positions; a microbatch of
-  // shorter sequences (--seq-len-dist) computes on its own length only and
-  // zero-pads what it sends (the gradient there is zero).
-  const int64_t T = mb.tokens.size(1);
-  torch::Tensor x = first ? embed(mb.tokens) : (input.size(1) > T ? input.slice(1, 0, T) : input);
+  torch::Tensor x = gpt_stage_input(tok_emb_, pos_emb_, first, input, mb);  // at the microbatch's length
   for (int i = r.first; i < r.last; ++i) x = block(i, x);
-  if (last) return head(x);
-  return x.size(1) < cfg_.seq_len ? torch::constant_pad_nd(x, {0, 0, 0, cfg_.seq_len - x.size(1)}) : x;
+  return last ? head(x) : gpt_stage_output(x, cfg_.seq_len);
 }
 
 }  // namespace rrfp::train

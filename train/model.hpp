@@ -132,6 +132,14 @@ class GptModel : public Model {
 // Token plus learned position embeddings of tokens [b, T] (int64).
 torch::Tensor gpt_embed(const torch::Tensor& tok_emb, const torch::Tensor& pos_emb, const torch::Tensor& tokens);
 
+// Messages between GPT stages hold --seq-len positions; a microbatch of
+// shorter sequences (--seq-len-dist) computes on its own length only: a
+// stage takes the first stage's embedding or its input cut to that length,
+// and zero-pads what it sends (the gradient there is zero).
+torch::Tensor gpt_stage_input(const torch::Tensor& tok_emb, const torch::Tensor& pos_emb, bool first,
+                              const torch::Tensor& input, const Microbatch& mb);
+torch::Tensor gpt_stage_output(const torch::Tensor& x, int64_t seq_len);
+
 // A GPT-style stage's parameters: the embeddings (the first two) on the
 // first stage, blocks [r.first, r.last) (block i starts at block_begin[i]),
 // and the final norm and head (the last four) on the last stage.

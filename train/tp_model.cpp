@@ -124,18 +124,12 @@ std::vector<NamedParam> GptTpShard::stage_params(const StageRange& r, bool first
 
 torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                                         const Microbatch& mb) const {
-  // As GptModel's: a microbatch of shorter sequences (--seq-len-dist)
-  // computes on its own length (so do its all-reduces) and zero-pads what
-  // it sends to the next stage.
-  const int64_t len = mb.tokens.size(1);
-  torch::Tensor x = first                   ? gpt_embed(tok_emb_, pos_emb_, mb.tokens)
-                    : input.size(1) > len ? input.slice(1, 0, len)
-                                          : input;
+  // At the microbatch's length, as GptModel's (so are its all-reduces).
+  torch::Tensor x = gpt_stage_input(tok_emb_, pos_emb_, first, input, mb);
   const int64_t T = x.size(1), dh = cfg_.d_model / cfg_.heads;
   auto masked = causal_mask_.slice(0, 0, T).slice(1, 0, T);
   for (int i = r.first; i < r.last; ++i) x = tp_block(blocks_[i], x, cfg_.heads / T_, dh, masked);
-  if (last) return head_.forward(x);
-  return x.size(1) < cfg_.seq_len ? torch::constant_pad_nd(x, {0, 0, 0, cfg_.seq_len - x.size(1)}) : x;
+  return last ? head_.forward(x) : gpt_stage_output(x, cfg_.seq_len);
 }
 
 TpTaskScope::TpTaskScope(TpComm* comm, int group, int member, int task) : ctx_{comm, group, member, task, 0} {

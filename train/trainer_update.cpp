@@ -66,8 +66,8 @@ void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::
       double stage = 0;
       for (int t = 0; t < TP; ++t) stage += sq[s * TP + t];
       rec.stage_grad_norm[s] = std::sqrt(stage);
+      total += stage;
     }
-    for (double x : sq) total += x;
     rec.grad_norm = std::sqrt(total);
     const double f = clip_factor(rec.grad_norm, o.clip_grad);
     for (auto& member : member_grads)
@@ -89,25 +89,18 @@ void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::
 double Trainer::Impl::validation_loss() {
   // With tensor parallelism the full model is evaluated: the members'
   // shards are gathered into it first (as a checkpoint does).
-  auto gather_members = [&] {
-    if (TP == 1) return;
-    torch::NoGradGuard no_grad;
-    const auto& full = model().all_params();
-    for (size_t i = 0; i < full.size(); ++i)
-      full[i].t.copy_(gather(full[i].name, [&](int t) { return member_model(t).all_params()[i].t; }));
-  };
-  if (!mpi) {
-    gather_members();
-    return eval_loss(model(), data->validation());
-  }
-  // Rank 0 evaluates the whole model; every rank gets the loss, so all stop alike.
-  share_stage_state(false);
+  // Under mpirun rank 0 evaluates the whole model, its stages' owners'
+  // weights; every rank gets the loss, so all stop alike.
+  if (mpi) share_stage_state(false);
   double loss = -1;
   if (mpi_rank == 0) {
-    gather_members();
+    torch::NoGradGuard no_grad;
+    const auto& full = model().all_params();
+    for (size_t i = 0; i < full.size() && TP > 1; ++i)
+      full[i].t.copy_(gather(full[i].name, [&](int t) { return member_model(t).all_params()[i].t; }));
     loss = eval_loss(model(), data->validation());
   }
-  mpi_broadcast(&loss, sizeof loss, 0);
+  if (mpi) mpi_broadcast(&loss, sizeof loss, 0);
   return loss;
 }
 
