@@ -294,6 +294,9 @@ void add_sweep(CLI::App* sim) {
     if (f->policy != "rrfp" && f->policy != "rrfp-wait")
       throw SpecError(fmt::format("sim sweep compares a policy with rrfp-fixed: --policy rrfp or rrfp-wait, not '{}'",
                                   f->policy));
+    if (f->hint.data_parallel != 1)  // sweep() makes each point's hint from the name alone
+      throw SpecError("sim sweep does not replicate its hint: drop --data-parallel (rrfp sim --data-parallel D "
+                      "simulates one point)");
     Hint h = f->hint.make();  // validates the hint once, up front
     SimFlags base = *f;  // swept, the bandwidth of each point replaces this one
     if (*param == "bandwidth" && base.bandwidth_gbps == 0) base.bandwidth_gbps = 1;

@@ -86,6 +86,10 @@ void add_train_command(CLI::App& app) {
   c->add_option("--tensor-parallel", o->tensor_parallel,
                 "gpt-tiny: split each device's stages over T workers (Megatron column/row-parallel blocks)")
       ->capture_default_str();
+  c->add_option("--data-parallel", o->data_parallel,
+                "D replicas of the pipeline on D x --stages devices, --microbatches each; a stage's copies reduce "
+                "their gradients before its update (docs/data-parallel.md)")
+      ->capture_default_str();
   c->add_flag("--quiet", *quiet, "no progress lines");
   c->add_option("--devices-per-rank", o->devices_per_rank, "under mpirun/srun: devices per rank (docs/mpi.md)")
       ->capture_default_str();

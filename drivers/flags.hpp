@@ -17,6 +17,7 @@
 
 #include "codelets/cost_model.hpp"
 #include "hints/generators.hpp"
+#include "hints/replicate.hpp"
 #include "sim/profile.hpp"
 #include "train/config.hpp"
 
@@ -53,6 +54,7 @@ struct HintFlags {
   std::string hint = "1f1b";
   HintParams params;
   bool split = false, fused = false;
+  int data_parallel = 1;  // replicas of the hint (hints/replicate.hpp)
   // Set by add_hint_flags: a CSV hint takes the file's value of a flag not given.
   const CLI::Option *stages_opt = nullptr, *microbatches_opt = nullptr, *chunks_opt = nullptr;
   bool is_csv() const { return is_csv_hint(hint); }
@@ -69,7 +71,7 @@ struct HintFlags {
     }
     return p;
   }
-  Hint make() const { return make_hint(hint, resolved()); }
+  Hint make() const { return replicate(make_hint(hint, resolved()), data_parallel); }
 };
 
 inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = true) {
@@ -85,6 +87,10 @@ inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = tru
   app->add_option("--waves", f.params.waves, "waves (hanayo)")->check(CLI::Range(1, 64));
   auto* split = app->add_flag("--split", f.split, "split backward into B (input) and W (weights)");
   app->add_flag("--fused", f.fused, "fused backward (one BW task)")->excludes(split);
+  app->add_option("--data-parallel", f.data_parallel,
+                  "D replicas of the hint on D x --stages devices, --microbatches each; a stage's copies reduce their "
+                  "gradients before its update (docs/data-parallel.md)")
+      ->capture_default_str();
 }
 
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace rrfp {
 
 bool PipelineSpec::mixed_backward() const {
@@ -22,7 +24,9 @@ void PipelineSpec::validate() const {
   if (stages < 1) throw SpecError(fmt::format("stages must be at least 1 (got {})", stages));
   if (stages > kMaxStages) throw SpecError(fmt::format("stages must be at most {} (got {})", kMaxStages, stages));
   if (devices < 1) throw SpecError(fmt::format("devices must be at least 1 (got {})", devices));
-  if (devices > stages)
+  // Each pipeline's stages on some of the devices (data-parallel replicas
+  // use disjoint sets, hints/replicate.hpp), every device used by one.
+  if (devices > static_cast<long long>(stages) * std::max<long long>(static_cast<long long>(placement.size()), 1))
     throw SpecError(fmt::format("{} devices but only {} stages: every device needs a stage", devices, stages));
   if (microbatches < 1) throw SpecError(fmt::format("microbatches must be at least 1 (got {})", microbatches));
   if (microbatches > kMaxMicrobatches)
@@ -31,20 +35,20 @@ void PipelineSpec::validate() const {
     throw SpecError(fmt::format("{} stages x {} microbatches is too many tasks (limit {})", stages, microbatches,
                                 kMaxTasks));
   if (placement.empty()) throw SpecError("placement is empty");
+  std::vector<bool> used(devices, false);
   for (size_t p = 0; p < placement.size(); ++p) {
     if (static_cast<int>(placement[p].size()) != stages)
       throw SpecError(fmt::format("placement of pipeline {} has {} entries for {} stages", p, placement[p].size(),
                                   stages));
-    std::vector<bool> used(devices, false);
     for (int s = 0; s < stages; ++s) {
       int d = placement[p][s];
       if (d < 0 || d >= devices)
         throw SpecError(fmt::format("stage {} placed on device {}, outside 0..{}", s, d, devices - 1));
       used[d] = true;
     }
-    for (int d = 0; d < devices; ++d)
-      if (!used[d]) throw SpecError(fmt::format("device {} holds no stage", d));
   }
+  for (int d = 0; d < devices; ++d)
+    if (!used[d]) throw SpecError(fmt::format("device {} holds no stage", d));
   if (!mb_pipeline.empty()) {
     if (static_cast<int>(mb_pipeline.size()) != microbatches)
       throw SpecError("microbatch-to-pipeline map has the wrong size");

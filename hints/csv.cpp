@@ -177,9 +177,13 @@ std::vector<std::vector<std::string>> csv_rows(const Hint& hint) {
 
 std::string export_csv(const Hint& hint) {
   if (hint.spec().pipelines() > 1)
-    throw SpecError(fmt::format("hint '{}' runs {} pipelines over the same devices; PyTorch's CSV names a stage by "
-                                "its index alone, so it cannot say which copy of a stage a row holds",
-                                hint.name, hint.spec().pipelines()));
+    throw SpecError(fmt::format("hint '{}' runs {} pipelines ({}); PyTorch's CSV names a stage by its index alone, "
+                                "so it cannot say which copy of a stage a row holds{}",
+                                hint.name, hint.spec().pipelines(), hint.spec().placement_name,
+                                hint.spec().placement_name.find("data-parallel") != std::string::npos
+                                    ? " (export one replica's hint, without --data-parallel: every replica runs it, "
+                                      "as with PyTorch's schedules)"
+                                    : ""));
   std::string out;
   for (const auto& cells : csv_rows(hint)) {
     for (size_t i = 0; i < cells.size(); ++i) {

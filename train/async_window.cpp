@@ -39,6 +39,8 @@ void check_async_options(const TrainOptions& o) {
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
+  if (o.data_parallel > 1)
+    throw SpecError(fmt::format("{} places its own stages: --data-parallel is not supported with it", what));
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
   if (amdp) {
     amdp_placement(o.stages, o.directions);  // names a P it cannot place

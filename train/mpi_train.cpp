@@ -10,8 +10,10 @@ MpiTrainPlan mpi_train_plan(const Hint& hint, int T, int K, int rank, bool deter
   const PipelineSpec& sp = hint.graph->spec();
   const int S = sp.stages, M = sp.microbatches;
   if (sp.pipelines() > 1 && T > 1)
-    throw SpecError(fmt::format("tensor parallelism with the bidirectional hint '{}' under mpirun is not supported",
-                                hint.name));
+    throw SpecError(fmt::format("tensor parallelism with '{}' under mpirun is not supported: its stages have copies "
+                                "on several devices ({}), whose members would each need a reduction of their own "
+                                "(one process runs it)",
+                                hint.name, sp.placement_name));
   MpiTrainPlan plan;
   plan.local_stage.assign(S, 0);
   plan.holders.resize(S);

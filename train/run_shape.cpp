@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "hints/generators.hpp"
+#include "hints/replicate.hpp"
 #include "sim/plan.hpp"
 #include "train/trainer_io.hpp"
 
@@ -51,9 +52,24 @@ ResolvedRun resolve_plan(TrainOptions o) {
   return {std::move(o), std::move(h), std::move(budget)};
 }
 
-}  // namespace
+// --data-parallel D: the resolved run's hint replicated D times; its
+// microbatches (and --batch-size) count every replica's from here on.
+ResolvedRun replicated(ResolvedRun r) {
+  const int D = r.o.data_parallel;
+  if (D < 1) throw SpecError(fmt::format("--data-parallel must be at least 1 replica, got {}", D));
+  if (D == 1) return r;
+  r.hint = replicate(r.hint, D);
+  r.o.hint = r.hint.name;
+  r.o.stages = r.hint.devices();
+  r.o.microbatches = r.hint.spec().microbatches;
+  auto& dev = r.memory_budget.device_bytes;  // a plan's limit holds for each replica's devices alike
+  const std::vector<double> one(dev);
+  for (int k = 1; k < D; ++k) dev.insert(dev.end(), one.begin(), one.end());
+  return r;
+}
 
-ResolvedRun resolve_run(TrainOptions o) {
+// One replica's run: the plan, a hint built in code, or a named hint.
+ResolvedRun resolve_one_replica(TrainOptions o) {
   // Before the plan is read: a plan's placement, memory limit and predicted
   // time are for whole devices (the tuner does not plan tensor-parallel
   // groups); --partition alone splits every member's shards alike.
@@ -78,5 +94,9 @@ ResolvedRun resolve_run(TrainOptions o) {
   o.microbatches = h.spec().microbatches;
   return {std::move(o), std::move(h), {}};
 }
+
+}  // namespace
+
+ResolvedRun resolve_run(TrainOptions o) { return replicated(resolve_one_replica(std::move(o))); }
 
 }  // namespace rrfp::train

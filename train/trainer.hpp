@@ -22,7 +22,11 @@ struct TrainOptions {
   int stages = 2;            // pipeline devices
   int chunks = 0;            // model stages per device (interleaved hints); 0 = hint default
   int split = -1;            // -1 hint default, 0 fused BW, 1 split B+W
-  int microbatches = 4;
+  int microbatches = 4;      // per data-parallel replica (as Megatron's); all of them after resolve_run
+  // --data-parallel D: D replicas of the pipeline, each on its own devices
+  // with its own microbatches, a stage's copies reducing their gradients
+  // before its update (hints/replicate.hpp, docs/data-parallel.md).
+  int data_parallel = 1;
   int micro_batch_size = 4;  // sequences per microbatch
   int batch_size = 0;        // if set: sequences per step, must divide by microbatches
   int steps = 60;            // train until this step number

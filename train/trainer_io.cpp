@@ -186,6 +186,7 @@ nlohmann::json rank_agreement(const TrainOptions& o, const Hint& hint, const nlo
   j["devices_per_rank"] = o.devices_per_rank;
   j["ordered_channels"] = o.ordered_channels;
   j["tensor_parallel"] = o.tensor_parallel;
+  j["data_parallel"] = o.data_parallel;
   j["async"] = {o.async_mode, o.directions, o.async_window};
   j["eval"] = {o.eval_every, o.eval_microbatches, o.target_loss};
   j["link"] = {o.link_ms, o.link_jitter};
@@ -227,6 +228,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                       {"micro_batch_size", b},
                       {"deterministic", o.deterministic},
                       {"tensor_parallel", o.tensor_parallel},
+                      {"data_parallel", o.data_parallel},
                       {"grad_buffer_bytes", res.grad_buffer_bytes},
                       {"lr", lr_schedule_json(o)},
                       {"steps", steps}};
