@@ -159,3 +159,25 @@ TEST(CliHints, ErrorsExitTwoWithAMessage) {
   EXPECT_NE(run("hints show --hint 1f1b --split --fused").code, 0);
   EXPECT_NE(run("hints show --hint 1f1b --format xml").code, 0);
 }
+
+TEST(CliHints, DataParallelReplicasShowOnTheirOwnDevices) {
+  CliRun r = run("hints show --hint 1f1b --stages 2 --microbatches 2 --data-parallel 2 --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["hint"], "1f1b-dp2");
+  EXPECT_EQ(j["devices"], 4);
+  EXPECT_EQ(j["microbatches"], 4);
+  EXPECT_EQ(j["placements"], (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(j["order"][2][0], "0F2");  // replica 1's first device starts with its first microbatch
+  EXPECT_EQ(j["makespan"], 9.0);       // as one replica (BW = 2 units): they never wait for each other
+  // No PyTorch CSV names a stage's copy: the refusal says what to export.
+  CliRun e = run("hints export --hint 1f1b --stages 2 --microbatches 2 --data-parallel 2");
+  EXPECT_EQ(e.code, 2);
+  EXPECT_TRUE(has(e, "export one replica's hint, without --data-parallel")) << e.out;
+  CliRun s = run("sim sweep --hint 1f1b --stages 2 --data-parallel 2 --param sigma --values 0,0.2 --seeds 1");
+  EXPECT_EQ(s.code, 2);
+  EXPECT_TRUE(has(s, "sim sweep does not replicate its hint: drop --data-parallel")) << s.out;
+  CliRun z = run("sim --hint 1f1b --stages 2 --data-parallel 0");
+  EXPECT_EQ(z.code, 2);
+  EXPECT_TRUE(has(z, "--data-parallel must be at least 1 replica, got 0")) << z.out;
+}

@@ -8,7 +8,8 @@
 mpirun=$1 rrfp=$2 np=$3 stages=$4 hint=$5 policy=$6 steps=${7:-10} tp=${8:-1} model=${9:-gpt-tiny} mpi_args=${10:-}
 both_args=${11:-}
 dir=$(mktemp -d)
-k=$((stages * tp / np))
+dp=$(printf '%s\n' "$both_args" | sed -n 's/.*--data-parallel \([0-9]*\).*/\1/p')
+k=$((stages * tp * ${dp:-1} / np))  # every replica's devices
 args="train --quiet --stages $stages --hint $hint --steps $steps --microbatches 4 --deterministic --tensor-parallel $tp --model $model $both_args"
 STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
 "$mpirun" --oversubscribe -np "$np" -x STARPU_SCHED="$policy" "$rrfp" $args $mpi_args --devices-per-rank "$k" \
