@@ -82,7 +82,7 @@ void add_comm_flags(CLI::App* c, SimFlags& f) {
 // predicted.
 void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
   const Plan p = read_plan(f.plan);
-  h = plan_hint(p);
+  h = replicate(plan_hint(p), f.hint.data_parallel);  // the tuner plans one replica
   Objective ob = plan_objective(p);
   if (!f.policy_given) f.policy = p.policy;  // what the tuner predicted under
   if (!f.slack_given) f.slack = p.inflight_slack;
@@ -107,8 +107,8 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
 // the policy, the seed and the outputs remain to choose (as `rrfp train
 // --plan` refuses the flags the plan decides).
 void refuse_what_the_plan_fixes(const CLI::App* c) {
-  static const std::set<std::string> free = {"plan",  "policy", "inflight-slack", "seed", "json",
-                                             "trace", "png",    "svg",            "update-ms"};
+  static const std::set<std::string> free = {"plan", "policy", "inflight-slack", "seed",         "json",
+                                             "trace", "png",   "svg",            "update-ms", "data-parallel"};
   for (const CLI::Option* o : c->get_options())
     if (o->count() > 0 && !o->get_lnames().empty() && free.count(o->get_lnames().front()) == 0)
       throw SpecError(fmt::format("--plan fixes the schedule, the stage costs and the link: drop --{}",

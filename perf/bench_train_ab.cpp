@@ -9,6 +9,9 @@
 // --policies ... --clip-grad X: each policy also with --clip-grad X, whose
 // updates wait for the model's norm after the graph: clipped / unclipped
 // (with --tensor-parallel T too: every member's updates after the graph).
+// --dp-vs-pp: the 2 workers as 2 pipeline stages (--hint) or as 2
+// data-parallel replicas of one stage, the same M microbatches a step:
+// pipeline / data-parallel step time.
 // --plan PLAN: a tuned plan (rrfp tune) against --zoo-hints on the even
 // partition: best hint / plan step time, and predicted / measured steps.
 //
@@ -103,6 +106,7 @@ struct Args {
   double clip_grad = 0;  // with --policies: each policy also with this --clip-grad
   int tensor_parallel = 1;  // with --policies: rrfp train --tensor-parallel
   bool quiet = false;
+  bool dp_vs_pp = false;  // 2 stages against 2 data-parallel replicas of one
 };
 
 // One step of every configuration a round, in an order that rotates every
@@ -273,6 +277,36 @@ int issue4_ratios(const Args& a) {
   return same ? 0 : 1;
 }
 
+// --dp-vs-pp: one step holds M microbatches either way; the replicas run
+// M/2 each on one stage holding the whole model.
+int dp_ratios(const Args& a) {
+  if (a.M % 2 != 0) {
+    std::fprintf(stderr, "error: --dp-vs-pp splits --microbatches %d over 2 replicas: give an even count\n", a.M);
+    return 2;
+  }
+  const TrainOptions base = base_options(a);
+  std::vector<Config> cfgs;
+  cfgs.push_back(config("S=2 " + a.hint, base, 2, a.hint, "starpu", false));
+  TrainOptions dp = base;
+  dp.data_parallel = 2;
+  dp.microbatches = a.M / 2;
+  cfgs.push_back(config("S=1 x DP 2", dp, 1, "1f1b", "starpu", false));
+  run_rounds(cfgs, a);
+  fmt::print("{} measured rounds of one step each (after {} warm-up): {}, M={} microbatches of {} a step, policy {}\n",
+             a.rounds, a.warmup, a.model, a.M, a.b, std::getenv("STARPU_SCHED") ? std::getenv("STARPU_SCHED") : "rrfp-wait");
+  for (auto& c : cfgs) {
+    std::vector<double> bub;
+    for (auto& s : c.steps) bub.push_back(s.bubble_ratio);
+    fmt::print("  {:<14} median step {:7.1f} ms  bubble {:.3f}\n", c.name, median_step_ms(c), median(bub));
+  }
+  const auto r = step_ratio(cfgs[0], cfgs[1]);
+  fmt::print("pipeline / data-parallel step time: {:.3f}  rounds:{}\n", median(r), list(r));
+  bool same = true;
+  for (int q = 0; q < a.rounds; ++q) same = same && cfgs[0].steps[q].loss == cfgs[1].steps[q].loss;
+  fmt::print("losses equal (bitwise): {}\n", same ? "yes" : "NO");
+  return same ? 0 : 1;
+}
+
 // --plan: the tuned plan and each zoo hint on the even partition, S=2, the
 // same model and microbatches; best zoo / plan step time, and the plan's
 // (and each hint's) predicted step against the measured one.
@@ -357,6 +391,7 @@ int main(int argc, char** argv) {
   app.add_option("--plan", a.plan, "instead: this tuned plan (rrfp tune) against --zoo-hints on the even partition");
   app.add_option("--zoo-hints", a.zoo_hints, "with --plan: the hints it is compared with")->delimiter(',');
   app.add_flag("--quiet", a.quiet, "no progress line per round");
+  app.add_flag("--dp-vs-pp", a.dp_vs_pp, "instead: 2 stages (--hint) against 2 data-parallel replicas of one stage");
   CLI11_PARSE(app, argc, argv);
   if (a.clip_grad != 0 && (a.policies.empty() || !(a.clip_grad > 0))) {
     std::fprintf(stderr, "error: --clip-grad takes a norm > 0 and goes with --policies\n");
@@ -374,6 +409,7 @@ int main(int argc, char** argv) {
   setenv("STARPU_SILENT", "1", 0);
   try {
     if (!a.plan.empty()) return plan_ratios(a);
+    if (a.dp_vs_pp) return dp_ratios(a);
     return a.policies.empty() ? issue4_ratios(a) : policy_ratios(a);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
