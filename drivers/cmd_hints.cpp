@@ -174,7 +174,7 @@ void add_hints_command(CLI::App& app) {
     if (!sa->async.empty() && sh->count("--hint") > 0) throw SpecError("--async draws its own order: drop --hint");
     // Flags of the other form are refused, not ignored.
     if (!sa->async.empty()) {
-      for (const char* name : {"--microbatches", "--chunks", "--waves", "--split", "--fused"})
+      for (const char* name : {"--microbatches", "--chunks", "--waves", "--split", "--fused", "--data-parallel"})
         if (sh->count(name) > 0)
           throw SpecError(fmt::format("--async draws its own order: drop {} (the window has --accumulate x --window "
                                       "microbatches)", name));

@@ -264,8 +264,9 @@ class Sim {
     }
   }
 
-  // Stages held by several devices (Chimera's two directions) all-reduce
-  // their weight gradients once both copies have finished their passes.
+  // Stages held by several devices (Chimera's two directions, data-parallel
+  // replicas) all-reduce their weight gradients once every copy has
+  // finished its passes.
   void replica_allreduce() {
     const PipelineSpec& sp = g_.spec();
     if (sp.pipelines() < 2) return;
@@ -278,9 +279,14 @@ class Sim {
       for (int m = 0; m < sp.microbatches; ++m)
         for (Kind k : {Kind::F, Kind::B, Kind::W, Kind::BW})
           if (int id = g_.find(k, s, m); id >= 0) last = std::max(last, r_.end[id]);
+      // Two copies swap their sums (one latency, the bytes once); more
+      // (data-parallel replicas) run a ring all-reduce: 2(n-1) steps of
+      // 1/n of the bytes each.
+      const int n = static_cast<int>(holders.size());
+      const double steps = n == 2 ? 1 : 2.0 * (n - 1), share = n == 2 ? 1 : 2.0 * (n - 1) / n;
       double bytes = o_.memory.weight_bytes.empty() ? 1.0 : o_.memory.weight_bytes[s];
-      double wire = std::isinf(c.bandwidth_Bps) ? 0 : bytes / c.bandwidth_Bps;
-      double done = last + c.latency_s + wire;
+      double wire = std::isinf(c.bandwidth_Bps) ? 0 : share * bytes / c.bandwidth_Bps;
+      double done = last + steps * c.latency_s + wire;
       // The stage's last update applies the reduced gradients: after the
       // reduction, not beside it (run() charged its time already).
       if (o_.update_s > 0) done += o_.update_s;

@@ -166,3 +166,28 @@ TEST(CliTune, BadInputsGetClearErrors) {
   EXPECT_EQ(noplan.code, 2) << noplan.out;
   EXPECT_NE(noplan.out.find("cannot read plan"), std::string::npos) << noplan.out;
 }
+
+// --data-parallel with a plan: every replica runs it; --batch-size counts
+// every replica's sequences, as without a plan.
+TEST(CliTune, PlanRunsOnEveryDataParallelReplica) {
+  const std::string plan = tmp("cli_plan_dp.json"), out = tmp("cli_plan_dp_train.json");
+  ASSERT_EQ(run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 -o " + plan).code, 0);
+  const std::string model = "train --layers 4 --d-model 16 --heads 2 --seq-len 16 --mlp-widths 0,0,2048,2048 --plan " +
+                            plan + " --data-parallel 2 --steps 1 --quiet";
+  auto tr = run_cli(model + " --batch-size 16 --json " + out);  // 2 replicas x 4 microbatches x 2 sequences
+  ASSERT_EQ(tr.code, 0) << tr.out;
+  nlohmann::json j;
+  std::ifstream(out) >> j;
+  EXPECT_EQ(j["stages"], 4);
+  EXPECT_EQ(j["microbatches"], 8);
+  EXPECT_EQ(j["micro_batch_size"], 2);
+  EXPECT_EQ(j["data_parallel"], 2);
+  auto small = run_cli(model + " --batch-size 8");
+  EXPECT_EQ(small.code, 2);
+  EXPECT_NE(small.out.find("was tuned for micro-batch size 2, this run has 1 (--batch-size 8 over 8 microbatches)"),
+            std::string::npos)
+      << small.out;
+  auto s = run_cli("sim --plan " + plan + " --data-parallel 2");
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("devices=4 microbatches=8"), std::string::npos) << s.out;
+}

@@ -41,7 +41,9 @@ class Pipeline {
   // order whatever order the W tasks ran in, so the result is bitwise the
   // plain loop's: a gradient that arrives before an earlier microbatch's
   // waits in a reorder buffer (none waits when W runs in microbatch order,
-  // as in GPipe, 1F1B and ZB-H1; at most M - 1 copies otherwise).
+  // as in GPipe, 1F1B and ZB-H1; at most M - 1 copies otherwise, M
+  // counting every copy's microbatches: data-parallel replicas after the
+  // first wait for the first's, up to (D - 1) x M / D copies).
   // `counts`: blocks per model stage (Model::partition); empty = the even split.
   Pipeline(const Model& model, int model_stages, int microbatches, bool deterministic,
            const std::vector<int>& counts = {});

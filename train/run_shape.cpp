@@ -11,8 +11,11 @@ namespace rrfp::train {
 
 namespace {
 
+// Before replicated(): --microbatches counts one replica's, --batch-size
+// every replica's sequences.
 int micro_batch_of(const TrainOptions& o) {
-  return o.batch_size > 0 ? o.batch_size / o.microbatches : o.micro_batch_size;
+  return o.batch_size > 0 ? static_cast<int>(o.batch_size / (static_cast<long long>(o.microbatches) * o.data_parallel))
+                          : o.micro_batch_size;
 }
 
 ResolvedRun resolve_plan(TrainOptions o) {
@@ -26,14 +29,16 @@ ResolvedRun resolve_plan(TrainOptions o) {
                                 plan.config.dump(), o.model, config.dump()));
   o.stages = plan.devices;
   o.microbatches = plan.microbatches;
-  if (o.batch_size > 0 && o.batch_size % o.microbatches != 0)
-    throw SpecError(fmt::format("--batch-size {} cannot be divided into plan '{}''s {} microbatches of equal size",
-                                o.batch_size, o.plan_path, o.microbatches));
+  if (const long long all = static_cast<long long>(o.microbatches) * o.data_parallel;
+      o.batch_size > 0 && o.batch_size % all != 0)
+    throw SpecError(fmt::format("--batch-size {} cannot be divided into plan '{}''s {} microbatches{} of equal size",
+                                o.batch_size, o.plan_path, o.microbatches,
+                                o.data_parallel > 1 ? fmt::format(" x {} replicas", o.data_parallel) : ""));
   if (plan.micro_batch_size != micro_batch_of(o))
     throw SpecError(fmt::format("plan '{}' was tuned for micro-batch size {}, this run has {} ({})", o.plan_path,
                                 plan.micro_batch_size, micro_batch_of(o),
                                 o.batch_size > 0 ? fmt::format("--batch-size {} over {} microbatches", o.batch_size,
-                                                               o.microbatches)
+                                                               static_cast<long long>(o.microbatches) * o.data_parallel)
                                                  : std::string("--micro-batch-size")));
   o.chunks = 0;
   o.partition = plan.counts;
@@ -56,7 +61,6 @@ ResolvedRun resolve_plan(TrainOptions o) {
 // microbatches (and --batch-size) count every replica's from here on.
 ResolvedRun replicated(ResolvedRun r) {
   const int D = r.o.data_parallel;
-  if (D < 1) throw SpecError(fmt::format("--data-parallel must be at least 1 replica, got {}", D));
   if (D == 1) return r;
   r.hint = replicate(r.hint, D);
   r.o.hint = r.hint.name;
@@ -97,6 +101,10 @@ ResolvedRun resolve_one_replica(TrainOptions o) {
 
 }  // namespace
 
-ResolvedRun resolve_run(TrainOptions o) { return replicated(resolve_one_replica(std::move(o))); }
+ResolvedRun resolve_run(TrainOptions o) {
+  if (o.data_parallel < 1)
+    throw SpecError(fmt::format("--data-parallel must be at least 1 replica, got {}", o.data_parallel));
+  return replicated(resolve_one_replica(std::move(o)));
+}
 
 }  // namespace rrfp::train

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
@@ -24,11 +26,14 @@ void Trainer::Impl::merge_rank_records(std::vector<StepRecord>& recs) {
     mx.insert(mx.end(), r.stage_grad_norm.begin(), r.stage_grad_norm.end());
     for (auto x : r.peak_activation_per_stage) sum.push_back(static_cast<double>(x));
     sum.push_back(r.late_forwards);
+    // MPI_MAX need not keep a NaN (a diverged stage): its count travels apart.
+    for (double n : r.stage_grad_norm) sum.push_back(std::isnan(n) ? 1 : 0);
     mpi_max_in_place(mx.data(), static_cast<int>(mx.size()));
     mpi_sum_in_place(sum.data(), static_cast<int>(sum.size()));
     for (int s = 0; s < P; ++s) {
       r.drift_max[s] = static_cast<int>(mx[s]);
-      if (!r.stage_grad_norm.empty()) r.stage_grad_norm[s] = mx[P + s];
+      if (!r.stage_grad_norm.empty())
+        r.stage_grad_norm[s] = sum[2 * P + 1 + s] > 0 ? std::numeric_limits<double>::quiet_NaN() : mx[P + s];
       r.drift_mean[s] = sum[s];
       r.peak_activation_per_stage[s] = static_cast<std::int64_t>(sum[P + s]);
     }
