@@ -31,10 +31,13 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   c->add_flag("--cuda", o->cuda,
               "the model on a GPU: every device a CUDA worker, each pass on its stream (CUDA builds; docs/gpu.md)");
-  auto* stages = c->add_option("--stages", o->stages, "pipeline devices (StarPU CPU workers; per replica with --data-parallel); a CSV hint's own by default")
+  auto* stages = c->add_option("--stages", o->stages,
+                               "pipeline devices (StarPU CPU workers; per replica with --data-parallel); a CSV "
+                               "hint's own by default")
                      ->capture_default_str();
   auto* microbatches =
-      c->add_option("--microbatches", o->microbatches, "microbatches per step (per replica with --data-parallel); a CSV hint's own by default")
+      c->add_option("--microbatches", o->microbatches,
+                    "microbatches per step (per replica with --data-parallel); a CSV hint's own by default")
           ->capture_default_str();
   c->add_option("--micro-batch-size", o->micro_batch_size, "sequences per microbatch")->capture_default_str();
   c->add_option("--batch-size", o->batch_size, "sequences per step, every replica's (instead of --micro-batch-size)");

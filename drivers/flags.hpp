@@ -81,7 +81,8 @@ inline void add_hint_flags(CLI::App* app, HintFlags& f, bool hint_required = tru
   f.stages_opt = app->add_option("--stages", f.params.stages, "pipeline devices (p); a CSV hint's own by default")
                      ->capture_default_str();
   f.microbatches_opt =
-      app->add_option("--microbatches", f.params.microbatches, "microbatches per iteration (per replica with --data-parallel); a CSV hint's own by default")
+      app->add_option("--microbatches", f.params.microbatches,
+                      "microbatches per iteration (per replica with --data-parallel); a CSV hint's own by default")
           ->capture_default_str();
   f.chunks_opt = app->add_option("--chunks", f.params.chunks, "model stages per device (interleaved hints)");
   app->add_option("--waves", f.params.waves, "waves (hanayo)")->check(CLI::Range(1, 64));

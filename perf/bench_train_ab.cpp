@@ -293,7 +293,8 @@ int dp_ratios(const Args& a) {
   cfgs.push_back(config("S=1 x DP 2", dp, 1, "1f1b", "starpu", false));
   run_rounds(cfgs, a);
   fmt::print("{} measured rounds of one step each (after {} warm-up): {}, M={} microbatches of {} a step, policy {}\n",
-             a.rounds, a.warmup, a.model, a.M, a.b, std::getenv("STARPU_SCHED") ? std::getenv("STARPU_SCHED") : "rrfp-wait");
+             a.rounds, a.warmup, a.model, a.M, a.b,
+             std::getenv("STARPU_SCHED") ? std::getenv("STARPU_SCHED") : "rrfp-wait");
   for (auto& c : cfgs) {
     std::vector<double> bub;
     for (auto& s : c.steps) bub.push_back(s.bubble_ratio);
