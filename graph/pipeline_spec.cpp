@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 namespace rrfp {
 
 bool PipelineSpec::mixed_backward() const {
@@ -24,10 +22,6 @@ void PipelineSpec::validate() const {
   if (stages < 1) throw SpecError(fmt::format("stages must be at least 1 (got {})", stages));
   if (stages > kMaxStages) throw SpecError(fmt::format("stages must be at most {} (got {})", kMaxStages, stages));
   if (devices < 1) throw SpecError(fmt::format("devices must be at least 1 (got {})", devices));
-  // Each pipeline's stages on some of the devices (data-parallel replicas
-  // use disjoint sets, hints/replicate.hpp), every device used by one.
-  if (devices > static_cast<long long>(stages) * std::max<long long>(static_cast<long long>(placement.size()), 1))
-    throw SpecError(fmt::format("{} devices but only {} stages: every device needs a stage", devices, stages));
   if (microbatches < 1) throw SpecError(fmt::format("microbatches must be at least 1 (got {})", microbatches));
   if (microbatches > kMaxMicrobatches)
     throw SpecError(fmt::format("microbatches must be at most {} (got {})", kMaxMicrobatches, microbatches));
@@ -35,6 +29,10 @@ void PipelineSpec::validate() const {
     throw SpecError(fmt::format("{} stages x {} microbatches is too many tasks (limit {})", stages, microbatches,
                                 kMaxTasks));
   if (placement.empty()) throw SpecError("placement is empty");
+  // Each pipeline's stages on some of the devices (data-parallel replicas
+  // use disjoint sets, hints/replicate.hpp), every device used by one.
+  if (devices > static_cast<long long>(stages) * static_cast<long long>(placement.size()))
+    throw SpecError(fmt::format("{} devices but only {} stages: every device needs a stage", devices, stages));
   std::vector<bool> used(devices, false);
   for (size_t p = 0; p < placement.size(); ++p) {
     if (static_cast<int>(placement[p].size()) != stages)

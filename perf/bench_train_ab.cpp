@@ -88,6 +88,12 @@ double median_step_ms(const Config& c) {
   return median(t);
 }
 
+double median_bubble(const Config& c) {
+  std::vector<double> b;
+  for (auto& s : c.steps) b.push_back(s.bubble_ratio);
+  return median(b);
+}
+
 std::string list(const std::vector<double>& v) {
   std::string s;
   for (double x : v) s += fmt::format(" {:.3f}", x);
@@ -180,11 +186,8 @@ int policy_ratios(const Args& a) {
              "--deterministic{}\n",
              a.rounds, a.warmup, a.model, a.hint, a.M, a.b,
              a.tensor_parallel > 1 ? fmt::format(", --tensor-parallel {}", a.tensor_parallel) : "");
-  for (auto& c : cfgs) {
-    std::vector<double> bub;
-    for (auto& s : c.steps) bub.push_back(s.bubble_ratio);
-    fmt::print("  {:<12} median step {:7.1f} ms  bubble {:.3f}\n", c.name, median_step_ms(c), median(bub));
-  }
+  for (auto& c : cfgs)
+    fmt::print("  {:<12} median step {:7.1f} ms  bubble {:.3f}\n", c.name, median_step_ms(c), median_bubble(c));
   for (size_t k = 1; k < cfgs.size(); ++k) {
     const Config& base = cfgs[k % per == 0 ? 0 : k - 1];  // another policy: the first; clipped: its own policy
     const auto r = step_ratio(cfgs[k], base);
@@ -295,11 +298,8 @@ int dp_ratios(const Args& a) {
   fmt::print("{} measured rounds of one step each (after {} warm-up): {}, M={} microbatches of {} a step, policy {}\n",
              a.rounds, a.warmup, a.model, a.M, a.b,
              std::getenv("STARPU_SCHED") ? std::getenv("STARPU_SCHED") : "rrfp-wait");
-  for (auto& c : cfgs) {
-    std::vector<double> bub;
-    for (auto& s : c.steps) bub.push_back(s.bubble_ratio);
-    fmt::print("  {:<14} median step {:7.1f} ms  bubble {:.3f}\n", c.name, median_step_ms(c), median(bub));
-  }
+  for (auto& c : cfgs)
+    fmt::print("  {:<14} median step {:7.1f} ms  bubble {:.3f}\n", c.name, median_step_ms(c), median_bubble(c));
   const auto r = step_ratio(cfgs[0], cfgs[1]);
   fmt::print("pipeline / data-parallel step time: {:.3f}  rounds:{}\n", median(r), list(r));
   bool same = true;

@@ -4,7 +4,6 @@
 // microbatch order (--deterministic) before its one update.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <filesystem>
 
 #include "hints/generators.hpp"

@@ -13,9 +13,10 @@ namespace {
 
 // Before replicated(): --microbatches counts one replica's, --batch-size
 // every replica's sequences.
+long long microbatches_of_step(const TrainOptions& o) { return static_cast<long long>(o.microbatches) * o.data_parallel; }
+
 int micro_batch_of(const TrainOptions& o) {
-  return o.batch_size > 0 ? static_cast<int>(o.batch_size / (static_cast<long long>(o.microbatches) * o.data_parallel))
-                          : o.micro_batch_size;
+  return o.batch_size > 0 ? static_cast<int>(o.batch_size / microbatches_of_step(o)) : o.micro_batch_size;
 }
 
 ResolvedRun resolve_plan(TrainOptions o) {
@@ -29,16 +30,15 @@ ResolvedRun resolve_plan(TrainOptions o) {
                                 plan.config.dump(), o.model, config.dump()));
   o.stages = plan.devices;
   o.microbatches = plan.microbatches;
-  if (const long long all = static_cast<long long>(o.microbatches) * o.data_parallel;
-      o.batch_size > 0 && o.batch_size % all != 0)
+  if (o.batch_size > 0 && o.batch_size % microbatches_of_step(o) != 0)
     throw SpecError(fmt::format("--batch-size {} cannot be divided into plan '{}''s {} microbatches{} of equal size",
                                 o.batch_size, o.plan_path, o.microbatches,
                                 o.data_parallel > 1 ? fmt::format(" x {} replicas", o.data_parallel) : ""));
-  if (plan.micro_batch_size != micro_batch_of(o))
+  if (const int b = micro_batch_of(o); plan.micro_batch_size != b)
     throw SpecError(fmt::format("plan '{}' was tuned for micro-batch size {}, this run has {} ({})", o.plan_path,
-                                plan.micro_batch_size, micro_batch_of(o),
+                                plan.micro_batch_size, b,
                                 o.batch_size > 0 ? fmt::format("--batch-size {} over {} microbatches", o.batch_size,
-                                                               static_cast<long long>(o.microbatches) * o.data_parallel)
+                                                               microbatches_of_step(o))
                                                  : std::string("--micro-batch-size")));
   o.chunks = 0;
   o.partition = plan.counts;

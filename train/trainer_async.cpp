@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
