@@ -82,7 +82,7 @@ void add_comm_flags(CLI::App* c, SimFlags& f) {
 // predicted.
 void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
   const Plan p = read_plan(f.plan);
-  h = replicate(plan_hint(p), f.hint.data_parallel);  // the tuner plans one replica
+  h = replicate(plan_hint(p), plan_replicas(p, f.hint.data_parallel));  // the plan's hint is one replica's
   Objective ob = plan_objective(p);
   if (!f.policy_given) f.policy = p.policy;  // what the tuner predicted under
   if (!f.slack_given) f.slack = p.inflight_slack;

@@ -21,11 +21,15 @@ void add_tune_command(CLI::App& app) {
   auto memory_mb = std::make_shared<double>(0), latency_ms = std::make_shared<double>(0);
   auto bandwidth = std::make_shared<double>(0);
   auto quiet = std::make_shared<bool>(false);
+  auto data_parallel = std::make_shared<std::string>();
   auto* c = app.add_subcommand("tune", "Co-optimise partition, placement and schedule of a profiled model on the "
                                        "simulator; write the plan");
   c->add_option("--profile", *profile, "the model's profile (rrfp profile -o FILE)")->required();
   c->add_option("--devices", o->devices, "pipeline devices")->capture_default_str();
-  c->add_option("--microbatches", o->microbatches, "microbatches per step")->capture_default_str();
+  c->add_option("--microbatches", o->microbatches, "microbatches per step (all replicas')")->capture_default_str();
+  c->add_option("--data-parallel", *data_parallel,
+                "data-parallel degrees to search, comma-separated, or 'auto' (every one dividing --devices and "
+                "--microbatches): D replicas of a --devices/D pipeline, --microbatches/D each; default 1");
   c->add_option("--memory-mb", *memory_mb,
                 "per device: activation peak + 4 x weights (weights, gradients, AdamW moments) may not exceed this "
                 "(MiB; 0 = no limit)");
@@ -61,6 +65,17 @@ void add_tune_command(CLI::App& app) {
         if (o->placements[i] == o->placements[j])
           throw SpecError(fmt::format("--placements names '{}' twice", o->placements[i]));
     if (!schedules->empty()) o->schedules = split_list(*schedules, "--schedules");
+    if (*data_parallel == "auto") {
+      if (o->devices < 1 || o->microbatches < 1)
+        throw SpecError("--devices and --microbatches must be at least 1");
+      o->data_parallel = data_parallel_degrees(o->devices, o->microbatches);
+    } else if (!data_parallel->empty()) {
+      o->data_parallel = train::parse_int_list(*data_parallel, "--data-parallel");
+      for (size_t i = 0; i < o->data_parallel.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (o->data_parallel[i] == o->data_parallel[j])
+            throw SpecError(fmt::format("--data-parallel names {} twice", o->data_parallel[i]));
+    }
     require_output_dir(*out, "-o");
     if (!*quiet)
       o->log = [](const std::string& line) {
@@ -72,8 +87,12 @@ void add_tune_command(CLI::App& app) {
     const Plan p = tune(prof, *o);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_plan(*out, p);
-    fmt::print("plan: {} {} partition {} on {} devices, {} microbatches\n", p.placement, p.schedule,
-               fmt::join(p.counts, ","), p.devices, p.microbatches);
+    if (p.data_parallel > 1)
+      fmt::print("plan: {} replicas of {} {} partition {} on {} devices each, {} microbatches each\n",
+                 p.data_parallel, p.placement, p.schedule, fmt::join(p.counts, ","), p.devices, p.microbatches);
+    else
+      fmt::print("plan: {} {} partition {} on {} devices, {} microbatches\n", p.placement, p.schedule,
+                 fmt::join(p.counts, ","), p.devices, p.microbatches);
     std::vector<std::string> mem;
     for (double m : p.memory_bytes) mem.push_back(fmt::format("{:.2f}", m / 1048576));
     fmt::print("predicted step {:.3f} ms under {}; memory per device {} MiB{}\n", p.predicted_step_s * 1e3,

@@ -82,6 +82,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"profile", p.profile},
           {"devices", p.devices},
           {"microbatches", p.microbatches},
+          {"data_parallel", p.data_parallel},
           {"partition", p.counts},
           {"placement", p.placement},
           {"stage_device", p.stage_device},
@@ -130,6 +131,10 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   p.csv = bidirectional_placement(p.placement) ? j.value("hint_csv", "") : need<std::string>(j, "hint_csv", source);
   constexpr double kHuge = 1e18;  // bytes, seconds, ms: far beyond any real plan
   p.predicted_step_s = number_in(j, "predicted_step_s", 0.0, 0, kHuge, source);
+  p.data_parallel = j.contains("data_parallel") ? int_of(j["data_parallel"], "data_parallel", source) : 1;
+  if (p.data_parallel < 1 || p.data_parallel > kMaxPlanReplicas)
+    throw SpecError(fmt::format("{}: 'data_parallel' = {} must be a number from 1 to {}", source, p.data_parallel,
+                                kMaxPlanReplicas));
   p.seeds = j.contains("predicted_seeds") ? int_of(j["predicted_seeds"], "predicted_seeds", source) : 5;
   if (p.seeds < 1 || p.seeds > kMaxPlanSeeds)
     throw SpecError(fmt::format("{}: 'predicted_seeds' = {} must be a number from 1 to {}", source, p.seeds,
@@ -318,6 +323,14 @@ StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& 
   }
   e.complete = true;
   return e;
+}
+
+int plan_replicas(const Plan& p, int requested) {
+  if (requested == 1 || requested == p.data_parallel) return p.data_parallel;
+  if (p.data_parallel == 1) return requested;
+  throw SpecError(fmt::format("plan '{}' was tuned for {} data-parallel replicas; --data-parallel {} differs (drop it "
+                              "to run the plan's)",
+                              p.source, p.data_parallel, requested));
 }
 
 Objective plan_objective(const Plan& p) {

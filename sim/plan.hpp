@@ -19,6 +19,7 @@ namespace rrfp {
 // prediction, and in-flight slack.
 inline constexpr int kMaxPlanSeeds = 1000;
 inline constexpr int kMaxPlanSlack = 100000;
+inline constexpr int kMaxPlanReplicas = 4096;
 
 struct Plan {
   std::string source;           // the file, for messages
@@ -26,7 +27,8 @@ struct Plan {
   nlohmann::json config;
   int micro_batch_size = 1;
   std::string profile;          // the profile it was tuned on
-  int devices = 1, microbatches = 1;
+  int devices = 1, microbatches = 1;  // one replica's
+  int data_parallel = 1;        // replicas of that pipeline (devices x data_parallel in all)
   std::vector<int> counts;      // blocks per model stage
   std::string placement;        // linear | interleaved:V | vshape | bidirectional | bidirectional-asym
   std::vector<int> stage_device;
@@ -58,6 +60,12 @@ void write_plan(const std::string& path, const Plan& p);  // atomically
 
 // The plan's hint, checked against its stages, devices and microbatches.
 Hint plan_hint(const Plan& p);
+
+// How many replicas of the plan's pipeline a run with --data-parallel
+// `requested` runs: the plan's own degree when the flag is left at 1, the
+// flag's when the plan has one replica. Throws SpecError when both are set
+// and differ.
+int plan_replicas(const Plan& p, int requested);
 
 // What a step is predicted from: the policy, the link, and how many seeds
 // of the stages' spread (StageCosts::sigma) the prediction averages.

@@ -271,7 +271,7 @@ std::vector<int> asymmetric_start(const ModelProfile& p, int D) {
   return counts;
 }
 
-Plan tune(const ModelProfile& prof, const TuneOptions& options) {
+Plan tune_pipeline(const ModelProfile& prof, const TuneOptions& options) {
   TuneOptions o = options;
   o.objective.memory_bytes = o.memory_bytes;  // enforced in simulation as `rrfp train --plan` enforces it
   if (o.devices < 1) throw SpecError("--devices must be at least 1");

@@ -34,6 +34,10 @@ struct TuneOptions {
   // Schedules to search; empty = every one that fits a placement.
   std::vector<std::string> schedules;
   int max_moves = 400;          // per (placement, schedule)
+  // Data-parallel degrees to search (tune): each D splits the devices into
+  // D replicas of devices/D and the step's microbatches among them; empty
+  // = 1 only, a single pipeline on every device.
+  std::vector<int> data_parallel;
   std::function<void(const std::string&)> log;  // one line per step of the search
 };
 
@@ -42,8 +46,20 @@ struct TuneOptions {
 void check_placement(const std::string& placement, const std::string& what);
 
 // Throws SpecError when no candidate fits the devices, the blocks or the
-// memory limit (the message names the smallest need found).
+// memory limit (the message names the smallest need found). One pipeline
+// on opt.devices, for opt.microbatches; opt.data_parallel is not read.
+Plan tune_pipeline(const ModelProfile& profile, const TuneOptions& opt);
+
+// tune_pipeline for one replica at each of opt.data_parallel's degrees
+// (sim/tune_data_parallel.cpp), each then simulated with its D replicas and
+// their gradient all-reduce; the shortest predicted step wins. Throws
+// SpecError when a degree does not divide the devices and microbatches, or
+// when no degree fits (naming why each did not).
 Plan tune(const ModelProfile& profile, const TuneOptions& opt);
+
+// Every degree that divides both the devices and the microbatches
+// (`rrfp tune --data-parallel auto`).
+std::vector<int> data_parallel_degrees(int devices, int microbatches);
 
 // A hint on the even partition rrfp train uses without a plan (what the
 // tuned plan is compared with).

@@ -191,3 +191,34 @@ TEST(CliTune, PlanRunsOnEveryDataParallelReplica) {
   EXPECT_EQ(s.code, 0) << s.out;
   EXPECT_NE(s.out.find("devices=4 microbatches=8"), std::string::npos) << s.out;
 }
+
+// tune --data-parallel: a plan of 2 replicas of one device; train --plan and
+// sim --plan run both replicas without being told, and refuse another count.
+TEST(CliTune, DataParallelSearchWritesAPlanOfReplicas) {
+  const std::string plan = tmp("cli_plan_dp_tuned.json"), out = tmp("cli_plan_dp_tuned_train.json");
+  auto tu = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 --data-parallel 2 -o " + plan);
+  ASSERT_EQ(tu.code, 0) << tu.out;
+  EXPECT_NE(tu.out.find("data parallel 2: 2 replicas of 1 device, 2 microbatches each"), std::string::npos) << tu.out;
+  EXPECT_NE(tu.out.find("plan: 2 replicas of "), std::string::npos) << tu.out;
+  const std::string model =
+      "train --layers 4 --d-model 16 --heads 2 --seq-len 16 --mlp-widths 0,0,2048,2048 --batch-size 8 --plan " + plan +
+      " --steps 1";
+  auto tr = run_cli(model + " --quiet --json " + out);
+  ASSERT_EQ(tr.code, 0) << tr.out;
+  nlohmann::json j;
+  std::ifstream(out) >> j;
+  EXPECT_EQ(j["data_parallel"], 2);
+  EXPECT_EQ(j["stages"], 2);
+  EXPECT_EQ(j["microbatches"], 4);
+  auto other = run_cli(model + " --data-parallel 3");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.out.find("was tuned for 2 data-parallel replicas; --data-parallel 3 differs"), std::string::npos)
+      << other.out;
+  auto s = run_cli("sim --plan " + plan);
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("devices=2 microbatches=4"), std::string::npos) << s.out;
+  auto bad = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 3 --data-parallel 2 -o " + plan);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--data-parallel 2 must divide --devices 2 and --microbatches 3"), std::string::npos)
+      << bad.out;
+}

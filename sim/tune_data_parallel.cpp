@@ -1,0 +1,75 @@
+// `rrfp tune --data-parallel`: the pipeline-by-data-parallel split of the
+// devices as a fourth choice beside partition, placement and schedule
+// (docs/tuner.md). For each degree D the pipeline of devices/D devices is
+// tuned for its share of the step's microbatches, then its D replicas are
+// simulated together, so the comparison includes the replicas' gradient
+// all-reduce over the link and the memory of holding more stages per device.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <vector>
+
+#include "hints/replicate.hpp"
+#include "sim/tuner.hpp"
+
+namespace rrfp {
+
+std::vector<int> data_parallel_degrees(int devices, int microbatches) {
+  std::vector<int> out;
+  for (int d = 1; d <= devices; ++d)
+    if (devices % d == 0 && microbatches % d == 0) out.push_back(d);
+  return out;
+}
+
+Plan tune(const ModelProfile& prof, const TuneOptions& o) {
+  if (o.data_parallel.empty()) return tune_pipeline(prof, o);
+  for (const int D : o.data_parallel) {
+    if (D < 1 || D > kMaxPlanReplicas)
+      throw SpecError(fmt::format("--data-parallel {}: a degree must be from 1 to {}", D, kMaxPlanReplicas));
+    if (o.devices % D != 0 || o.microbatches % D != 0)
+      throw SpecError(fmt::format("--data-parallel {} must divide --devices {} and --microbatches {} (each replica "
+                                  "takes an equal share of both)",
+                                  D, o.devices, o.microbatches));
+  }
+  auto say = [&](const std::string& line) {
+    if (o.log) o.log(line);
+  };
+  Plan best;
+  bool found = false;
+  std::vector<std::string> why;  // per degree that did not fit: the error if none did
+  for (const int D : o.data_parallel) {
+    TuneOptions one = o;
+    one.devices = o.devices / D;
+    one.microbatches = o.microbatches / D;
+    one.data_parallel.clear();
+    say(fmt::format("data parallel {}: {} replica{} of {} device{}, {} microbatches each", D, D, D > 1 ? "s" : "",
+                    one.devices, one.devices > 1 ? "s" : "", one.microbatches));
+    Plan p;
+    try {
+      p = tune_pipeline(prof, one);
+    } catch (const SpecError& e) {
+      why.push_back(fmt::format("data parallel {}: {}", D, e.what()));
+      say(why.back());
+      continue;
+    }
+    p.data_parallel = D;
+    if (D > 1) {  // the replicas together: their all-reduce, as `rrfp sim --plan` predicts it
+      const StepEstimate e = estimate_step(replicate(plan_hint(p), D), p.costs, plan_objective(p));
+      if (!e.complete) {
+        why.push_back(fmt::format("data parallel {}: the replicas do not complete ({})", D, e.stuck));
+        say(why.back());
+        continue;
+      }
+      p.predicted_step_s = e.step_s;
+    }
+    say(fmt::format("data parallel {}: {} {} partition {}: {:.3f} ms a step{}", D, p.placement, p.schedule,
+                    fmt::join(p.counts, ","), p.predicted_step_s * 1e3,
+                    D > 1 ? " with the replicas' gradient all-reduce" : ""));
+    if (!found || p.predicted_step_s < best.predicted_step_s) best = std::move(p), found = true;
+  }
+  if (!found) throw SpecError(fmt::format("no data-parallel degree fits: {}", fmt::join(why, "; ")));
+  return best;
+}
+
+}  // namespace rrfp
