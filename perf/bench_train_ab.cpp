@@ -316,7 +316,10 @@ int plan_ratios(const Args& a) {
   const ModelProfile prof = read_profile(plan.profile);
   std::vector<Config> cfgs;
   TrainOptions base = base_options(a);
-  base.microbatches = plan.microbatches;
+  // A plan of D data-parallel replicas against the hints on all its devices
+  // and every replica's microbatches.
+  const int devices = plan.devices * plan.data_parallel, microbatches = plan.microbatches * plan.data_parallel;
+  base.microbatches = microbatches;
   {
     Config c = config("plan", base, plan.devices, "", "starpu", false);
     c.opt.plan_path = a.plan;
@@ -325,21 +328,22 @@ int plan_ratios(const Args& a) {
   std::vector<double> predicted = {plan.predicted_step_s};
   for (const std::string& h : a.zoo_hints) {
     HintParams hp;
-    hp.stages = plan.devices;
-    hp.microbatches = plan.microbatches;
+    hp.stages = devices;
+    hp.microbatches = microbatches;
     hp.chunks = h == "interleaved-1f1b" ? 2 : 0;  // the zoo's one hint without a default chunk count
     const Hint hint = make_hint(h, hp);
-    cfgs.push_back(config(h, base, plan.devices, h, "starpu", false));
+    cfgs.push_back(config(h, base, devices, h, "starpu", false));
     cfgs.back().opt.chunks = hp.chunks;
     const StepEstimate e = estimate_even(prof, hint, plan_objective(plan));
     predicted.push_back(e.complete ? e.step_s : 0);
   }
   run_rounds(cfgs, a);
   fmt::print("{} measured rounds of one step each (after {} warm-up): {} S={} M={} microbatches of {}, policy {}\n",
-             a.rounds, a.warmup, a.model, plan.devices, plan.microbatches, a.b,
+             a.rounds, a.warmup, a.model, devices, microbatches, a.b,
              std::getenv("STARPU_SCHED") ? std::getenv("STARPU_SCHED") : "rrfp-wait");
-  fmt::print("plan: {} {} partition {} (tuned on {})\n", plan.placement, plan.schedule, fmt::join(plan.counts, ","),
-             plan.profile);
+  fmt::print("plan: {}{} {} partition {} (tuned on {})\n",
+             plan.data_parallel > 1 ? fmt::format("{} data-parallel replicas of ", plan.data_parallel) : "",
+             plan.placement, plan.schedule, fmt::join(plan.counts, ","), plan.profile);
   size_t best = 1;
   for (size_t k = 0; k < cfgs.size(); ++k) {
     const double m = median_step_ms(cfgs[k]);

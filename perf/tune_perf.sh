@@ -9,7 +9,10 @@
 #  2. Simulation at 4, 8 and 16 devices from a 64-block profile of the same
 #     shape (48 attention-only blocks, 16 wide ones): tuned vs best even hint,
 #     and how long each search took (perf/tune_at_scale).
-# Usage: perf/tune_perf.sh [build dir] [rounds]
+#  3. With --data-parallel: 1 and 2 again with the pipeline x data-parallel
+#     split searched too (rrfp tune --data-parallel auto), at 2 devices
+#     really trained and, in simulation, on an infinite and a 10 Gbit/s link.
+# Usage: perf/tune_perf.sh [build dir] [rounds] [--data-parallel-only]
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-12}
@@ -24,20 +27,34 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 date -u +"%Y-%m-%d %H:%M UTC"
 
+DP_ONLY=${3:-}
+TUNE_EXTRA=()  # section 3: --data-parallel auto
+
 run_case() {  # name, model flags...
   local name=$1
   shift
-  echo "== $name: $*"
+  echo "== $name: $* ${TUNE_EXTRA[*]}"
   "$R" profile "$@" --devices 2 --microbatches 8 -o "$OUT/$name.profile.json" | tail -n +2 | grep -v '^profile '
-  "$R" tune --profile "$OUT/$name.profile.json" --devices 2 --microbatches 8 --quiet -o "$OUT/$name.plan.json"
+  "$R" tune --profile "$OUT/$name.profile.json" --devices 2 --microbatches 8 "${TUNE_EXTRA[@]}" --quiet \
+    -o "$OUT/$name.plan.json"
   "$AB" --plan "$OUT/$name.plan.json" "$@" --rounds "$ROUNDS" --quiet
 }
 
+if [ "$DP_ONLY" != --data-parallel-only ]; then
 run_case gpt-hetero --model gpt-tiny --layers 8 --mlp-widths 0,0,0,0,0,0,1024,1024
 run_case mm-tiny --model mm-tiny --layers 8
+fi
 
 echo "== simulation at scale: gpt-tiny, 64 blocks (48 attention-only, 16 with a 1024-wide MLP)"
 W=$(printf '0,%.0s' $(seq 48))$(printf '1024,%.0s' $(seq 15))1024
 "$R" profile --layers 64 --mlp-widths "$W" --devices 2 --microbatches 8 --repetitions 5 -o "$OUT/gpt64.profile.json" \
   > /dev/null
-"$SCALE" --profile "$OUT/gpt64.profile.json" --devices 4,8,16
+[ "$DP_ONLY" = --data-parallel-only ] || "$SCALE" --profile "$OUT/gpt64.profile.json" --devices 4,8,16
+
+echo "== 3. the data-parallel split searched too"
+TUNE_EXTRA=(--data-parallel auto)
+run_case gpt-hetero --model gpt-tiny --layers 8 --mlp-widths 0,0,0,0,0,0,1024,1024
+run_case mm-tiny --model mm-tiny --layers 8
+for gbps in 0 10; do
+  "$SCALE" --profile "$OUT/gpt64.profile.json" --devices 4,8,16 --data-parallel --bandwidth-gbps "$gbps"
+done
