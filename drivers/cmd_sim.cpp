@@ -98,8 +98,10 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
         throw SpecError(fmt::format("plan '{}': device {} needs {:.2f} MiB (its order's activation peak, weights and "
                                     "AdamW state), over the plan's memory limit of {:.2f} MiB",
                                     f.plan, d, e.memory[d] / 1048576, ob.memory_bytes / 1048576));
-  fmt::print("plan {}: {} {} partition {}; mean step over {} seeds {:.3f} ms (predicted when tuned: {:.3f} ms)\n",
-             f.plan, p.placement, p.schedule, fmt::join(p.counts, ","), ob.seeds, e.step_s * 1e3,
+  const int replicas = h.devices() / p.devices;
+  fmt::print("plan {}: {}{} {} partition {}; mean step over {} seeds {:.3f} ms (predicted when tuned: {:.3f} ms)\n",
+             f.plan, replicas > 1 ? fmt::format("{} replicas of ", replicas) : "", p.placement, p.schedule,
+             fmt::join(p.counts, ","), ob.seeds, e.step_s * 1e3,
              p.predicted_step_s * 1e3);
 }
 

@@ -308,7 +308,8 @@ int dp_ratios(const Args& a) {
   return same ? 0 : 1;
 }
 
-// --plan: the tuned plan and each zoo hint on the even partition, S=2, the
+// --plan: the tuned plan and each zoo hint on the even partition over all
+// the plan's devices (a replicated plan's replicas included), the
 // same model and microbatches; best zoo / plan step time, and the plan's
 // (and each hint's) predicted step against the measured one.
 int plan_ratios(const Args& a) {

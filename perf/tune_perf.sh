@@ -12,7 +12,8 @@
 #  3. With --data-parallel: 1 and 2 again with the pipeline x data-parallel
 #     split searched too (rrfp tune --data-parallel auto), at 2 devices
 #     really trained and, in simulation, on an infinite and a 10 Gbit/s link.
-# Usage: perf/tune_perf.sh [build dir] [rounds] [--data-parallel-only]
+# Usage: perf/tune_perf.sh [build dir] [rounds] [--data-parallel-only]  (that skips the
+# really trained cases of section 1)
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-12}
@@ -49,12 +50,13 @@ echo "== simulation at scale: gpt-tiny, 64 blocks (48 attention-only, 16 with a 
 W=$(printf '0,%.0s' $(seq 48))$(printf '1024,%.0s' $(seq 15))1024
 "$R" profile --layers 64 --mlp-widths "$W" --devices 2 --microbatches 8 --repetitions 5 -o "$OUT/gpt64.profile.json" \
   > /dev/null
-[ "$DP_ONLY" = --data-parallel-only ] || "$SCALE" --profile "$OUT/gpt64.profile.json" --devices 4,8,16
+"$SCALE" --profile "$OUT/gpt64.profile.json" --devices 4,8,16  # section 3 compares with it
 
 echo "== 3. the data-parallel split searched too"
 TUNE_EXTRA=(--data-parallel auto)
 run_case gpt-hetero --model gpt-tiny --layers 8 --mlp-widths 0,0,0,0,0,0,1024,1024
 run_case mm-tiny --model mm-tiny --layers 8
-for gbps in 0 10; do
+for gbps in 0 10; do  # one pipeline on the infinite link: section 2
+  [ "$gbps" = 0 ] || "$SCALE" --profile "$OUT/gpt64.profile.json" --devices 4,8,16 --bandwidth-gbps "$gbps"
   "$SCALE" --profile "$OUT/gpt64.profile.json" --devices 4,8,16 --data-parallel --bandwidth-gbps "$gbps"
 done

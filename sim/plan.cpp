@@ -326,6 +326,8 @@ StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& 
 }
 
 int plan_replicas(const Plan& p, int requested) {
+  if (requested < 1)
+    throw SpecError(fmt::format("--data-parallel must be at least 1 replica, got {}", requested));
   if (requested == 1 || requested == p.data_parallel) return p.data_parallel;
   if (p.data_parallel == 1) return requested;
   throw SpecError(fmt::format("plan '{}' was tuned for {} data-parallel replicas; --data-parallel {} differs (drop it "

@@ -62,9 +62,10 @@ void write_plan(const std::string& path, const Plan& p);  // atomically
 Hint plan_hint(const Plan& p);
 
 // How many replicas of the plan's pipeline a run with --data-parallel
-// `requested` runs: the plan's own degree when the flag is left at 1, the
-// flag's when the plan has one replica. Throws SpecError when both are set
-// and differ.
+// `requested` runs: the plan's own degree when the flag is 1 (its default:
+// 1 means "the plan's", not "one pipeline"), the flag's when the plan has
+// one replica. Throws SpecError when both are above 1 and differ, or when
+// `requested` < 1.
 int plan_replicas(const Plan& p, int requested);
 
 // What a step is predicted from: the policy, the link, and how many seeds

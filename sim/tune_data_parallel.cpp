@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ std::vector<int> data_parallel_degrees(int devices, int microbatches) {
 
 Plan tune(const ModelProfile& prof, const TuneOptions& o) {
   if (o.data_parallel.empty()) return tune_pipeline(prof, o);
+  check_tune_options(o);  // once: what fails below is a degree that does not fit
   for (const int D : o.data_parallel) {
     if (D < 1 || D > kMaxPlanReplicas)
       throw SpecError(fmt::format("--data-parallel {}: a degree must be from 1 to {}", D, kMaxPlanReplicas));
@@ -62,6 +64,16 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
         continue;
       }
       p.predicted_step_s = e.step_s;
+      // Per device of one replica, the most any replica's counterpart holds
+      // (equal today: every replica runs the same order on the same stages).
+      for (int d = 0; d < p.devices; ++d)
+        for (int r = 0; r < D; ++r) p.memory_bytes[d] = std::max(p.memory_bytes[d], e.memory[r * p.devices + d]);
+      const double most = *std::max_element(p.memory_bytes.begin(), p.memory_bytes.end());
+      if (o.memory_bytes > 0 && most > o.memory_bytes) {
+        why.push_back(fmt::format("data parallel {}: the replicas need {:.1f} MiB on a device", D, most / 1048576));
+        say(why.back());
+        continue;
+      }
     }
     say(fmt::format("data parallel {}: {} {} partition {}: {:.3f} ms a step{}", D, p.placement, p.schedule,
                     fmt::join(p.counts, ","), p.predicted_step_s * 1e3,

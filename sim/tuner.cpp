@@ -271,9 +271,7 @@ std::vector<int> asymmetric_start(const ModelProfile& p, int D) {
   return counts;
 }
 
-Plan tune_pipeline(const ModelProfile& prof, const TuneOptions& options) {
-  TuneOptions o = options;
-  o.objective.memory_bytes = o.memory_bytes;  // enforced in simulation as `rrfp train --plan` enforces it
+void check_tune_options(const TuneOptions& o) {
   if (o.devices < 1) throw SpecError("--devices must be at least 1");
   if (o.microbatches < 1) throw SpecError("--microbatches must be at least 1");
   if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");
@@ -292,6 +290,13 @@ Plan tune_pipeline(const ModelProfile& prof, const TuneOptions& options) {
   for (const std::string& sc : o.schedules)
     if (std::find(known.begin(), known.end(), sc) == known.end())
       throw SpecError(fmt::format("--schedules: unknown schedule '{}' (known: {})", sc, fmt::join(known, ", ")));
+  for (const std::string& placement : o.placements) (void)parse_layout(placement);
+}
+
+Plan tune_pipeline(const ModelProfile& prof, const TuneOptions& options) {
+  TuneOptions o = options;
+  o.objective.memory_bytes = o.memory_bytes;  // enforced in simulation as `rrfp train --plan` enforces it
+  check_tune_options(o);
   std::vector<Layout> layouts;
   if (o.placements.empty()) {
     layouts.push_back(parse_layout("linear"));

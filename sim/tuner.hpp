@@ -45,6 +45,11 @@ struct TuneOptions {
 // of TuneOptions::placements); `what` says where the name came from.
 void check_placement(const std::string& placement, const std::string& what);
 
+// Throws SpecError naming the flag for options no search could take (a
+// count below 1, an unknown schedule or placement, bounds a plan file is
+// read back with); tune and tune_pipeline check them first.
+void check_tune_options(const TuneOptions& opt);
+
 // Throws SpecError when no candidate fits the devices, the blocks or the
 // memory limit (the message names the smallest need found). One pipeline
 // on opt.devices, for opt.microbatches; opt.data_parallel is not read.

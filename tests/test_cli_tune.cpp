@@ -217,6 +217,19 @@ TEST(CliTune, DataParallelSearchWritesAPlanOfReplicas) {
   auto s = run_cli("sim --plan " + plan);
   EXPECT_EQ(s.code, 0) << s.out;
   EXPECT_NE(s.out.find("devices=2 microbatches=4"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find(": 2 replicas of "), std::string::npos) << s.out;
+  expect_mean_is_predicted(s.out);  // the tuner predicted the replicas, all-reduce included
+  auto zero = run_cli("sim --plan " + plan + " --data-parallel 0");
+  EXPECT_EQ(zero.code, 2);
+  EXPECT_NE(zero.out.find("--data-parallel must be at least 1 replica, got 0"), std::string::npos) << zero.out;
+  auto au = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 --data-parallel auto -o " +
+                    tmp("cli_plan_dp_auto.json"));
+  EXPECT_EQ(au.code, 0) << au.out;
+  EXPECT_NE(au.out.find("data parallel 1: 1 replica of 2 devices, 4 microbatches each"), std::string::npos) << au.out;
+  EXPECT_NE(au.out.find("data parallel 2: 2 replicas of 1 device, 2 microbatches each"), std::string::npos) << au.out;
+  auto twice = run_cli("tune --profile " + profile() + " --devices 2 --data-parallel 2,2 -o " + plan);
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.out.find("--data-parallel names 2 twice"), std::string::npos) << twice.out;
   auto bad = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 3 --data-parallel 2 -o " + plan);
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("--data-parallel 2 must divide --devices 2 and --microbatches 3"), std::string::npos)

@@ -86,9 +86,29 @@ TEST(TuneDataParallel, KeepsTheShortestDegreeAndPredictsItsReplicas) {
 TEST(TuneDataParallel, ASlowLinkKeepsOnePipeline) {
   TuneOptions o = four_devices({1, 2, 4});
   o.objective.bandwidth_Bps = 1e8;  // 0.8 Gbit/s: 80 ms per block's 8 MB
-  const Plan p = tune(uniform_blocks(8, 8e6), o);
+  const ModelProfile heavy = uniform_blocks(8, 8e6);
+  const Plan p = tune(heavy, o);
   EXPECT_EQ(p.data_parallel, 1);
   EXPECT_EQ(p.devices, 4);
+  // The same 2 replicas predicted on that link and on an infinite one: the
+  // slow link's step carries the all-reduce.
+  TuneOptions two = four_devices({2});
+  const double infinite = tune(heavy, two).predicted_step_s;
+  two.objective.bandwidth_Bps = 1e8;
+  EXPECT_GT(tune(heavy, two).predicted_step_s, infinite + 0.08);
+}
+
+// Options no degree could take are named as such, not as degrees that
+// do not fit.
+TEST(TuneDataParallel, BadOptionsAreNamedBeforeAnyDegree) {
+  TuneOptions o = four_devices({1, 2});
+  o.schedules = {"1f1c"};
+  try {
+    (void)tune(uniform_blocks(8, 1e5), o);
+    ADD_FAILURE() << "an unknown schedule accepted";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--schedules: unknown schedule '1f1c'", 0), 0u) << e.what();
+  }
 }
 
 TEST(TuneDataParallel, RefusesDegreesThatDoNotSplitAndNamesWhyNoneFits) {

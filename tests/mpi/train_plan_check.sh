@@ -1,22 +1,27 @@
 #!/bin/sh
-# A tuned bidirectional plan (rrfp tune --placements bidirectional: Chimera
-# on an uneven partition) trained under mpirun, one device per rank, gives
-# the losses of the same plan in one process, bit for bit.
-# Usage: train_plan_check.sh MPIRUN RRFP POLICY
-mpirun=$1 rrfp=$2 policy=$3
+# A tuned plan trained under mpirun, one device per rank, gives the losses
+# of the same plan in one process, bit for bit. By default a bidirectional
+# plan (rrfp tune --placements bidirectional: Chimera on an uneven
+# partition); TUNE_FLAGS "--data-parallel 2": two replicas of one device.
+# Usage: train_plan_check.sh MPIRUN RRFP POLICY [TUNE_FLAGS]
+mpirun=$1 rrfp=$2 policy=$3 tune_flags=${4:---placements bidirectional}
 dir=$(mktemp -d)
 model="--layers 4 --d-model 16 --heads 2 --seq-len 16 --micro-batch-size 2 --mlp-widths 0,0,2048,2048"
 "$rrfp" profile $model --repetitions 2 -o "$dir/profile.json" >/dev/null || exit 1
-"$rrfp" tune --profile "$dir/profile.json" --devices 2 --microbatches 4 --placements bidirectional \
+"$rrfp" tune --profile "$dir/profile.json" --devices 2 --microbatches 4 $tune_flags \
   -o "$dir/plan.json" >/dev/null || exit 1
 args="train $model --plan $dir/plan.json --steps 5 --deterministic --quiet"
 STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
 "$mpirun" --oversubscribe -np 2 -x STARPU_SCHED="$policy" "$rrfp" $args --json "$dir/mpi.json" || exit 1
-python3 - "$dir" <<'PY' || exit 1
+python3 - "$dir" "$tune_flags" <<'PY' || exit 1
 import json, sys
-d = sys.argv[1]
+d, flags = sys.argv[1], sys.argv[2]
 plan = json.load(open(f"{d}/plan.json"))
-assert plan["placement"] == "bidirectional", plan["placement"]
+if "bidirectional" in flags:
+    assert plan["placement"] == "bidirectional", plan["placement"]
+if "--data-parallel 2" in flags:
+    assert plan["data_parallel"] == 2 and plan["devices"] == 1, (plan["data_parallel"], plan["devices"])
+    assert json.load(open(f"{d}/mpi.json"))["data_parallel"] == 2
 loss = lambda f: [s["loss"] for s in json.load(open(f"{d}/{f}"))["steps"]]
 one, mpi = loss("one.json"), loss("mpi.json")
 print("partition:", plan["partition"], "one process:", one, "multi-rank:", mpi)
