@@ -25,7 +25,8 @@ void add_tune_command(CLI::App& app) {
   auto* c = app.add_subcommand("tune", "Co-optimise partition, placement and schedule of a profiled model on the "
                                        "simulator; write the plan");
   c->add_option("--profile", *profile, "the model's profile (rrfp profile -o FILE)")->required();
-  c->add_option("--devices", o->devices, "devices in all (split into replicas with --data-parallel)")->capture_default_str();
+  c->add_option("--devices", o->devices, "devices in all (split into replicas with --data-parallel)")
+      ->capture_default_str();
   c->add_option("--microbatches", o->microbatches, "microbatches per step (all replicas')")->capture_default_str();
   c->add_option("--data-parallel", *data_parallel,
                 "data-parallel degrees to search, comma-separated, or 'auto' (every one dividing --devices and "

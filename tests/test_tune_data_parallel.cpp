@@ -8,34 +8,15 @@
 #include "hints/replicate.hpp"
 #include "sim/plan.hpp"
 #include "sim/tuner.hpp"
+#include "synthetic_profile.hpp"
 
 namespace rrfp {
 namespace {
 
-// `blocks` equal blocks of 1 ms forward between a light embedding and head;
-// `weight` bytes of weights per block (what the replicas all-reduce).
+// `blocks` equal blocks of 1 ms forward between a light embedding and
+// head; `weight` bytes of weights per block (what the replicas all-reduce).
 ModelProfile uniform_blocks(int blocks, double weight) {
-  ModelProfile p;
-  p.source = "uniform";
-  p.model = "gpt-tiny";
-  p.config = {{"layers", blocks}};
-  p.micro_batch_size = 2;
-  auto add = [&](const std::string& name, double ms, double w) {
-    LayerProfile l;
-    l.name = name;
-    l.f = {ms * 1e-3, 0};
-    l.b = {ms * 1e-3, 0};
-    l.w = {ms * 0.5e-3, 0};
-    l.bw = {ms * 1.5e-3, 0};
-    l.activation_bytes = 1e5;
-    l.weight_bytes = w;
-    p.layers.push_back(l);
-  };
-  add("embed", 0.1, weight);
-  for (int b = 0; b < blocks; ++b) add("block" + std::to_string(b), 1.0, weight);
-  add("head", 0.2, weight);
-  p.message_bytes.assign(p.layers.size() - 1, 1024);
-  return p;
+  return synthetic(std::vector<double>(blocks, 1.0), 1e5, weight);
 }
 
 TuneOptions four_devices(std::vector<int> degrees) {
