@@ -217,8 +217,13 @@ void add_train_command(CLI::App& app) {
       else if (!r.stage_grad_norm.empty())  // --async: each stage's own; the largest
         drift += fmt::format("  gnorm {:.3f} (stage max)",
                              *std::max_element(r.stage_grad_norm.begin(), r.stage_grad_norm.end()));
+      // The fullest device's activations, what a memory limit bounds; a
+      // stage's figure adds up its copies (Chimera's, every replica's).
+      // Under mpirun each rank knows only its stages: then the stage's.
+      const auto& dev = r.peak_activation_per_device;
+      const double peak = dev.empty() ? r.peak_activation_bytes : *std::max_element(dev.begin(), dev.end());
       fmt::print("step {:>4}  loss {:.4f}  {:>8.0f} tok/s  bubble {:.3f}  peak act {:.2f} MiB{}\n", r.step, r.loss,
-                 r.tokens_per_s, r.bubble_ratio, r.peak_activation_bytes / 1048576.0, drift);
+                 r.tokens_per_s, r.bubble_ratio, peak / 1048576.0, drift);
       std::fflush(stdout);
     });
     if (!*quiet && !res.steps.empty())

@@ -210,6 +210,19 @@ TEST(CliTune, DataParallelSearchWritesAPlanOfReplicas) {
   EXPECT_EQ(j["data_parallel"], 2);
   EXPECT_EQ(j["stages"], 2);
   EXPECT_EQ(j["microbatches"], 4);
+  // The progress line's peak is the fullest device's, not a stage's two
+  // copies added up (what a per-device memory limit bounds).
+  auto loud = run_cli(model + " --json " + out);
+  ASSERT_EQ(loud.code, 0) << loud.out;
+  std::ifstream(out) >> j;
+  const nlohmann::json& step = j["steps"][0];
+  const auto per_device = step["peak_activation_bytes_per_device"].get<std::vector<double>>();
+  ASSERT_EQ(per_device.size(), 2u);
+  const double fullest = *std::max_element(per_device.begin(), per_device.end());
+  EXPECT_LT(fullest, step["peak_activation_bytes"].get<double>());
+  const size_t at = loud.out.find("peak act ");
+  ASSERT_NE(at, std::string::npos) << loud.out;
+  EXPECT_NEAR(std::stod(loud.out.substr(at + 9)), fullest / 1048576, 0.006) << loud.out;
   auto other = run_cli(model + " --data-parallel 3");
   EXPECT_EQ(other.code, 2);
   EXPECT_NE(other.out.find("was tuned for 2 data-parallel replicas; --data-parallel 3 differs"), std::string::npos)
