@@ -29,7 +29,7 @@ TEST(MirrorPlan, DeterministicHopsFollowMicrobatchOrder) {
   EXPECT_EQ(p.mirror[0][1].first_mb, 4);
   EXPECT_EQ(p.holders[1], (std::vector<int>{1, 2}));
   EXPECT_EQ(p.mirror[1][1].rank, 2);
-  EXPECT_TRUE(p.local_stage[0] && p.local_stage[3] && !p.local_stage[1] && !p.local_stage[2]);
+  EXPECT_TRUE(p.local[0] && p.local[3] && !p.local[1] && !p.local[2]);
   EXPECT_EQ(p.holders[3], (std::vector<int>{0, 3}));  // the last stage's copies: devices 3 and 0
 }
 
@@ -60,17 +60,41 @@ TEST(MirrorPlan, OnePipelineIsUnchanged) {
   const MpiTrainPlan p = mpi_train_plan(make_hint("1f1b", q), 1, 1, 3, true);
   for (const auto& hops : p.mirror) EXPECT_TRUE(hops.empty());
   EXPECT_EQ(p.holders[3], (std::vector<int>{3}));
-  EXPECT_TRUE(p.local_stage[3] && !p.local_stage[0]);
+  EXPECT_TRUE(p.local[3] && !p.local[0]);
 }
 
-TEST(MirrorPlan, TensorParallelBidirectionalIsRefused) {
-  try {
-    mpi_train_plan(chimera(2, 4), 2, 2, 0, true);
-    FAIL() << "accepted";
-  } catch (const SpecError& e) {
-    EXPECT_NE(std::string(e.what()).find("tensor parallelism with 'chimera' under mpirun is not supported"),
-              std::string::npos) << e.what();
-  }
+TEST(MirrorPlan, EachTensorParallelMemberIsReducedWithItsOwnCopies) {
+  // Chimera on 2 devices x 2 members, a member per rank: member t of device
+  // d is on rank 2d + t. Stage 0's copies are devices 0 and 1, so member 0
+  // is reduced between ranks 0 and 2, member 1 between ranks 1 and 3.
+  const MpiTrainPlan p = mpi_train_plan(chimera(2, 4), 2, 1, 3, true);
+  ASSERT_EQ(p.members, 2);
+  ASSERT_EQ(p.mirror.size(), 4u);
+  EXPECT_EQ(p.holders[p.at(0, 0)], (std::vector<int>{0, 2}));
+  EXPECT_EQ(p.holders[p.at(0, 1)], (std::vector<int>{1, 3}));
+  ASSERT_EQ(p.mirror[p.at(0, 1)].size(), 2u);
+  EXPECT_EQ(p.mirror[p.at(0, 1)][0].rank, 1);  // microbatches 0-1 go down: stage 0 on device 0
+  EXPECT_EQ(p.mirror[p.at(0, 1)][1].rank, 3);
+  EXPECT_EQ(p.mirror[p.at(0, 1)][1].first_mb, 2);
+  EXPECT_TRUE(p.local[p.at(0, 1)] && p.local[p.at(1, 1)] && !p.local[p.at(0, 0)] && !p.local[p.at(1, 0)]);
+  EXPECT_TRUE(p.mirrored(0) && p.mirrored(1));
+  // Both members of a device on one rank: each member still has its own
+  // reduction, between the same two ranks.
+  const MpiTrainPlan two = mpi_train_plan(chimera(2, 4), 2, 2, 0, true);
+  EXPECT_EQ(two.holders[two.at(1, 0)], (std::vector<int>{0, 1}));
+  EXPECT_EQ(two.holders[two.at(1, 1)], (std::vector<int>{0, 1}));
+  EXPECT_TRUE(two.local[two.at(1, 0)] && two.local[two.at(1, 1)]);
+}
+
+TEST(MirrorPlan, TensorParallelOnePipelineNeedsNoReduction) {
+  HintParams q;
+  q.stages = 2;
+  q.microbatches = 4;
+  const MpiTrainPlan p = mpi_train_plan(make_hint("1f1b", q), 2, 1, 1, true);
+  for (const auto& hops : p.mirror) EXPECT_TRUE(hops.empty());
+  EXPECT_EQ(p.holders[p.at(0, 1)], (std::vector<int>{1}));
+  EXPECT_EQ(p.holders[p.at(1, 0)], (std::vector<int>{2}));
+  EXPECT_TRUE(p.local[p.at(0, 1)] && !p.local[p.at(0, 0)] && !p.mirrored(0));
 }
 
 }  // namespace

@@ -30,25 +30,28 @@ std::vector<torch::Tensor> recv_sum(const Pipeline& pipe, int s, int source, int
 
 }  // namespace
 
-void mirror_reduce(Pipeline& pipe, const MpiTrainPlan& plan, int rank) {
-  const int S = static_cast<int>(plan.mirror.size());
-  for (int s = 0; s < S; ++s) {
-    const auto& hops = plan.mirror[s];
-    if (hops.empty()) continue;
-    for (size_t k = 0; k < hops.size(); ++k) {
-      if (hops[k].rank != rank) continue;
-      if (k > 0) pipe.add_partial_sum(s, hops[k].first_mb, recv_sum(pipe, s, hops[k - 1].rank, s));
-      if (k + 1 < hops.size()) send_sum(pipe.running_sum(s), hops[k + 1].rank, s);
+void mirror_reduce(const std::vector<Pipeline*>& pipes, const MpiTrainPlan& plan, int rank) {
+  const int S = static_cast<int>(plan.mirror.size()) / plan.members, N = S * plan.members;
+  for (int s = 0; s < S; ++s)
+    for (int t = 0; t < plan.members; ++t) {
+      const int i = plan.at(s, t);  // the message tag of its hops; N + i of its result
+      const auto& hops = plan.mirror[i];
+      if (hops.empty()) continue;
+      Pipeline& pipe = *pipes[t];
+      for (size_t k = 0; k < hops.size(); ++k) {
+        if (hops[k].rank != rank) continue;
+        if (k > 0) pipe.add_partial_sum(s, hops[k].first_mb, recv_sum(pipe, s, hops[k - 1].rank, i));
+        if (k + 1 < hops.size()) send_sum(pipe.running_sum(s), hops[k + 1].rank, i);
+      }
+      const int last = hops.back().rank;
+      if (rank == last) {
+        const auto sum = pipe.running_sum(s);
+        for (int r : plan.holders[i])
+          if (r != last) send_sum(sum, r, N + i);
+      } else if (plan.local[i]) {
+        pipe.set_stage_sum(s, recv_sum(pipe, s, last, N + i));
+      }
     }
-    const int last = hops.back().rank;
-    if (rank == last) {
-      const auto sum = pipe.running_sum(s);
-      for (int r : plan.holders[s])
-        if (r != last) send_sum(sum, r, S + s);
-    } else if (plan.local_stage[s]) {
-      pipe.set_stage_sum(s, recv_sum(pipe, s, last, S + s));
-    }
-  }
 }
 
 void merge_microbatch_losses(Pipeline& pipe) {

@@ -10,7 +10,9 @@
 // accumulates the gradients of its own direction's microbatches, and the
 // copies' sums are reduced between their ranks after the step's graph
 // (the mirror reduction, train/mirror_reduce.hpp), so both apply one
-// update to the same weights.
+// update to the same weights. Data-parallel replicas are copies too. With
+// tensor parallelism each member is reduced on its own: member t of a
+// stage's copies holds the same shard, and only those shards are added.
 #pragma once
 
 #include <vector>
@@ -32,16 +34,21 @@ struct MirrorHop {
 
 struct MpiTrainPlan {
   MpiOptions mopt;
-  std::vector<unsigned char> local_stage;  // per model stage: this rank runs it
-  // Per model stage: the ranks holding a copy (ascending), and the hops of
-  // its mirror reduction (empty when one rank holds every copy).
+  // The tensor-parallel members of a stage (1 without --tensor-parallel).
+  // The lists below have one entry per stage and member, at(s, t).
+  int members = 1;
+  int at(int s, int t) const { return s * members + t; }
+  std::vector<unsigned char> local;  // this rank runs member t of stage s (on some copy)
+  // The ranks holding member t of a copy of stage s (ascending), and the
+  // hops of its mirror reduction (empty when one rank holds every copy).
   std::vector<std::vector<int>> holders;
   std::vector<std::vector<MirrorHop>> mirror;
+  // Whether any member of stage s is reduced after the graph.
+  bool mirrored(int s) const;
 };
 
 // `tp` members per device (member t of device d is slot d*T+t, on rank
-// slot / devices_per_rank); `rank` this process's rank. Throws SpecError
-// for tensor parallelism with a bidirectional hint.
+// slot / devices_per_rank); `rank` this process's rank.
 MpiTrainPlan mpi_train_plan(const Hint& hint, int tp, int devices_per_rank, int rank, bool deterministic);
 
 }  // namespace rrfp::train

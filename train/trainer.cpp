@@ -191,7 +191,8 @@ ExecOptions Trainer::Impl::exec_options(int step) {
   if (updates_in_graph) {
     eo.stage_epilogue = [this, step](int i) {  // member * P + stage
       const int t = i / P, s = i % P;
-      if (mpi && !plan.mirror[s].empty()) return;  // copies on several ranks: after the graph (mirror_update)
+      // Copies on several ranks: updated after the graph (mirror_update).
+      if (mpi && !plan.mirror[plan.at(s, t)].empty()) return;
       if (t == 0) opt_start[s] = secs(Clock::now() - t_run);
       one_intra_op_thread();
       WorkerStream on_gpu(worker_cuda_device(), worker_cuda_stream());  // a CUDA worker: torch on its StarPU stream
@@ -246,7 +247,7 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
       for (int d = 0; d < r.devices; ++d)
         if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
     for (int s = 0; s < P && mpi; ++s)
-      if (!plan.mirror[s].empty()) rec.optimizer_device[s] = -1;  // updated after the graph (mirror_update)
+      if (plan.mirrored(s)) rec.optimizer_device[s] = -1;  // updated after the graph (mirror_update)
     if (mpi && !o.trace_path.empty()) {
       // The merged records of every rank, on one time origin.
       const double off = secs(Clock::now() - t_run) - r.wall_s;

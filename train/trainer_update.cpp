@@ -15,18 +15,20 @@
 namespace rrfp::train {
 
 void Trainer::Impl::mirror_update(int step) {
-  mirror_reduce(pipe(), plan, mpi_rank);
-  for (int s = 0; s < P; ++s) {
-    if (plan.mirror[s].empty() || !plan.local_stage[s]) continue;
-    one_intra_op_thread();
-    optimizer_step(0, s, step, pipe().stage_grads(s));
-  }
+  mirror_reduce(pipes, plan, mpi_rank);
+  for (int s = 0; s < P; ++s)
+    for (int t = 0; t < TP; ++t) {
+      const int i = plan.at(s, t);
+      if (plan.mirror[i].empty() || !plan.local[i]) continue;
+      one_intra_op_thread();
+      optimizer_step(t, s, step, pipes[t]->stage_grads(s));
+    }
 }
 
 bool Trainer::Impl::updates_here(int s, int t) const {
-  // Every holder of a mirrored stage updates it (after its reduction); a
-  // tensor-parallel member is on one rank.
-  return !mpi || (plan.local_stage[s] && (TP == 1 || stage_owner(s, t) == mpi_rank));
+  // Every holder of a member of a stage updates it (a mirrored one after
+  // its reduction).
+  return !mpi || plan.local[plan.at(s, t)];
 }
 
 double Trainer::Impl::member_sq_norm(int s, int t, const std::vector<torch::Tensor>& grads) const {
@@ -41,7 +43,7 @@ double Trainer::Impl::member_sq_norm(int s, int t, const std::vector<torch::Tens
 }
 
 void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec) {
-  if (mpi) mirror_reduce(pipe(), plan, mpi_rank);  // the copies' sums first: the norm counts a stage once
+  if (mpi) mirror_reduce(pipes, plan, mpi_rank);  // the copies' sums first: the norm counts a stage once
   // Per member and stage: the plain loop's gradients, or the pipeline's
   // sums of the stages (and members) this rank updates.
   std::vector<std::vector<std::vector<torch::Tensor>>> member_grads(TP, std::vector<std::vector<torch::Tensor>>(P));
