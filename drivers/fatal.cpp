@@ -40,6 +40,15 @@ void abort_all_ranks(const std::string& msg, int code) {
   std::_Exit(code);
 }
 
+bool other_ranks_may_wait() {
+  int inited = 0, finalized = 0, size = 1;
+  MPI_Initialized(&inited);
+  if (inited) MPI_Finalized(&finalized);
+  if (!inited || finalized) return false;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size > 1;
+}
+
 void note_sigterm_from_launcher(const std::string& rank) {
   std::snprintf(g_term_msg, sizeof g_term_msg, "rrfp: rank %s: terminated by the launcher (another rank stopped)\n",
                 rank.c_str());
