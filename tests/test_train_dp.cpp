@@ -85,25 +85,24 @@ TEST(TrainDataParallel, ResumeContinuesExactly) {
   std::filesystem::remove_all(std::filesystem::temp_directory_path() / "rrfp_dp_resume");
 }
 
-TEST(TrainDataParallel, BadCombinationsAreRefused) {
+TEST(TrainDataParallel, BadCombinationsAreRefusedAndTensorParallelCopiesReduceAcrossRanks) {
   TrainOptions o = testing::small_run(2);
   o.data_parallel = 0;
   testing::expect_refused(o, "--data-parallel must be at least 1 replica, got 0");
   o.data_parallel = 2;
   o.async_mode = "paci";
   testing::expect_refused(o, "--async paci places its own stages: --data-parallel is not supported with it");
-  // Under mpirun the members of copies on several ranks would each need a
-  // reduction of their own.
+  // Under mpirun TP works with copies on several ranks (since 2026-12-07):
+  // each member is reduced with the same member of the other replica. 2
+  // devices per rank: slot 2d + t is on rank d, so stage 0's copies
+  // (devices 0 and 2) are on ranks 0 and 2 for both members.
   HintParams hp;
   hp.stages = 2;
   hp.microbatches = 2;
-  try {
-    mpi_train_plan(replicate(make_hint("1f1b", hp), 2), 2, 2, 0, true);
-    ADD_FAILURE() << "accepted";
-  } catch (const SpecError& e) {
-    EXPECT_NE(std::string(e.what()).find("tensor parallelism with '1f1b-dp2' under mpirun is not supported"),
-              std::string::npos)
-        << e.what();
+  const MpiTrainPlan p = mpi_train_plan(replicate(make_hint("1f1b", hp), 2), 2, 2, 0, true);
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_EQ(p.holders[p.at(0, t)], (std::vector<int>{0, 2})) << t;
+    EXPECT_FALSE(p.mirror[p.at(0, t)].empty()) << t;
   }
 }
 
