@@ -105,6 +105,46 @@ TEST(CliTune, BidirectionalPlanUnderAMemoryLimitTrains) {
   }
 }
 
+// A tuned plan with --tensor-parallel 2: every device of the plan is a
+// group of 2 members, with the plan's partition, placement, schedule and
+// memory limit (held on the profiled whole-device sizes, so conservative).
+TEST(CliTune, PlanRunsWithTensorParallelGroups) {
+  const std::string plan_path = tmp("cli_plan_tp.json");
+  const std::string tune =
+      "tune --profile " + profile() + " --devices 2 --microbatches 4 --placements bidirectional";
+  ASSERT_EQ(run_cli(tune + " -o " + plan_path).code, 0);
+  nlohmann::json plan;
+  std::ifstream(plan_path) >> plan;
+  double need = 0;
+  for (double m : plan["memory_bytes"]) need = std::max(need, m);
+  const double limit_mb = need / 1048576 * 1.01;
+  auto t = run_cli(tune + " --memory-mb " + std::to_string(limit_mb) + " -o " + plan_path);
+  ASSERT_EQ(t.code, 0) << t.out;
+  std::ifstream(plan_path) >> plan;
+  ASSERT_GT(plan["memory_limit_bytes"].get<double>(), 0);
+  std::vector<std::vector<double>> losses;
+  for (int tp : {1, 2}) {
+    const std::string out = tmp("cli_plan_tp" + std::to_string(tp) + ".json");
+    auto tr = run_cli("train " + kModel + " --plan " + plan_path + " --steps 3 --deterministic --quiet " +
+                      "--tensor-parallel " + std::to_string(tp) + " --json " + out);
+    ASSERT_EQ(tr.code, 0) << tr.out;
+    nlohmann::json j;
+    std::ifstream(out) >> j;
+    EXPECT_EQ(j["tensor_parallel"], tp);
+    EXPECT_EQ(j["hint"], "plan:" + plan["schedule"].get<std::string>());  // the plan's schedule on its 2 devices
+    EXPECT_EQ(j["stages"], 2);
+    losses.emplace_back();
+    for (const auto& st : j["steps"]) {
+      losses.back().push_back(st["loss"].get<double>());
+      for (double peak : st["peak_activation_bytes_per_device"])  // a member holds at most a device's
+        EXPECT_LE(peak, plan["memory_limit_bytes"].get<double>()) << "T=" << tp;
+    }
+  }
+  ASSERT_EQ(losses[0].size(), 3u);
+  ASSERT_EQ(losses[1].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(losses[1][i], losses[0][i], 1e-5 * losses[0][i]) << "step " << i + 1;
+}
+
 namespace {
 
 // A profile with known costs: blocks 2 and 3 ten times blocks 0 and 1, no spread.

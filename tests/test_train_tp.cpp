@@ -223,9 +223,6 @@ TEST(TrainTensorParallel, BadCombinationsAreRefused) {
   EXPECT_THROW(train(o), SpecError);
   o = tp_run(0);
   EXPECT_THROW(train(o), SpecError);
-  o = tp_run(2);
-  o.plan_path = "plan.json";
-  testing::expect_refused(o, "--plan with --tensor-parallel is not supported");
 }
 
 // Trains `o` (T = 1) and the same run with T = 2: the losses agree within

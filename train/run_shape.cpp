@@ -75,12 +75,6 @@ ResolvedRun replicated(ResolvedRun r) {
 
 // One replica's run: the plan, a hint built in code, or a named hint.
 ResolvedRun resolve_one_replica(TrainOptions o) {
-  // Before the plan is read: a plan's placement, memory limit and predicted
-  // time are for whole devices (the tuner does not plan tensor-parallel
-  // groups); --partition alone splits every member's shards alike.
-  if (!o.plan_path.empty() && o.tensor_parallel > 1)
-    throw SpecError("--plan with --tensor-parallel is not supported: `rrfp tune` plans whole devices, not "
-                    "tensor-parallel groups (--partition takes an uneven split with --tensor-parallel)");
   if (!o.plan_path.empty()) return resolve_plan(std::move(o));
   if (o.hint_object) {
     Hint h = *o.hint_object;

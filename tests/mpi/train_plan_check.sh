@@ -3,16 +3,18 @@
 # of the same plan in one process, bit for bit. By default a bidirectional
 # plan (rrfp tune --placements bidirectional: Chimera on an uneven
 # partition); TUNE_FLAGS "--data-parallel 2": two replicas of one device.
-# Usage: train_plan_check.sh MPIRUN RRFP POLICY [TUNE_FLAGS]
-mpirun=$1 rrfp=$2 policy=$3 tune_flags=${4:---placements bidirectional}
+# RUN_FLAGS go to both trainings (--tensor-parallel 2 with RANKS 4: a
+# member per rank, each reducing with its own copies).
+# Usage: train_plan_check.sh MPIRUN RRFP POLICY [TUNE_FLAGS] [RANKS] [RUN_FLAGS]
+mpirun=$1 rrfp=$2 policy=$3 tune_flags=${4:---placements bidirectional} np=${5:-2} run_flags=${6:-}
 dir=$(mktemp -d)
 model="--layers 4 --d-model 16 --heads 2 --seq-len 16 --micro-batch-size 2 --mlp-widths 0,0,2048,2048"
 "$rrfp" profile $model --repetitions 2 -o "$dir/profile.json" >/dev/null || exit 1
 "$rrfp" tune --profile "$dir/profile.json" --devices 2 --microbatches 4 $tune_flags \
   -o "$dir/plan.json" >/dev/null || exit 1
-args="train $model --plan $dir/plan.json --steps 5 --deterministic --quiet"
+args="train $model --plan $dir/plan.json --steps 5 --deterministic --quiet $run_flags"
 STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
-"$mpirun" --oversubscribe -np 2 -x STARPU_SCHED="$policy" "$rrfp" $args --json "$dir/mpi.json" || exit 1
+"$mpirun" --oversubscribe -np "$np" -x STARPU_SCHED="$policy" "$rrfp" $args --json "$dir/mpi.json" || exit 1
 python3 - "$dir" "$tune_flags" <<'PY' || exit 1
 import json, sys
 d, flags = sys.argv[1], sys.argv[2]
