@@ -15,15 +15,17 @@ model="--layers 4 --d-model 16 --heads 2 --seq-len 16 --micro-batch-size 2 --mlp
 args="train $model --plan $dir/plan.json --steps 5 --deterministic --quiet $run_flags"
 STARPU_SCHED=$policy "$rrfp" $args --json "$dir/one.json" || exit 1
 "$mpirun" --oversubscribe -np "$np" -x STARPU_SCHED="$policy" "$rrfp" $args --json "$dir/mpi.json" || exit 1
-python3 - "$dir" "$tune_flags" <<'PY' || exit 1
+python3 - "$dir" "$tune_flags" "$run_flags" <<'PY' || exit 1
 import json, sys
-d, flags = sys.argv[1], sys.argv[2]
+d, flags, run_flags = sys.argv[1], sys.argv[2], sys.argv[3]
 plan = json.load(open(f"{d}/plan.json"))
 if "bidirectional" in flags:
     assert plan["placement"] == "bidirectional", plan["placement"]
 if "--data-parallel 2" in flags:
     assert plan["data_parallel"] == 2 and plan["devices"] == 1, (plan["data_parallel"], plan["devices"])
     assert json.load(open(f"{d}/mpi.json"))["data_parallel"] == 2
+if "--tensor-parallel 2" in run_flags:
+    assert json.load(open(f"{d}/mpi.json"))["tensor_parallel"] == 2
 loss = lambda f: [s["loss"] for s in json.load(open(f"{d}/{f}"))["steps"]]
 one, mpi = loss("one.json"), loss("mpi.json")
 print("partition:", plan["partition"], "one process:", one, "multi-rank:", mpi)
