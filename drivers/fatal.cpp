@@ -21,13 +21,18 @@ void on_sigterm(int) {
   _exit(143);
 }
 
-}  // namespace
-
-void abort_all_ranks(const std::string& msg, int code) {
+// MPI initialised and not yet finalised.
+bool mpi_up() {
   int inited = 0, finalized = 0;
   MPI_Initialized(&inited);
   if (inited) MPI_Finalized(&finalized);
-  const bool up = inited && !finalized;
+  return inited && !finalized;
+}
+
+}  // namespace
+
+void abort_all_ranks(const std::string& msg, int code) {
+  const bool up = mpi_up();
   int rank = -1;
   if (up) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (up)
@@ -40,13 +45,12 @@ void abort_all_ranks(const std::string& msg, int code) {
   std::_Exit(code);
 }
 
-bool other_ranks_may_wait() {
-  int inited = 0, finalized = 0, size = 1;
-  MPI_Initialized(&inited);
-  if (inited) MPI_Finalized(&finalized);
-  if (!inited || finalized) return false;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size > 1;
+int stop_with_error(const std::string& msg, int code) {
+  int size = 1;
+  if (mpi_up()) MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) abort_all_ranks(msg, code);
+  std::fprintf(stderr, "rrfp: error: %s\n", msg.c_str());
+  return code;
 }
 
 void note_sigterm_from_launcher(const std::string& rank) {

@@ -10,11 +10,12 @@ namespace rrfp::cli {
 // other. Without MPI: "rrfp: error: msg" and _Exit(code).
 [[noreturn]] void abort_all_ranks(const std::string& msg, int code = 3);
 
-// Whether other ranks of this job may be waiting on this one: MPI is up
-// with more than one rank. An error then stops the whole job
-// (abort_all_ranks); returning from main would leave them waiting, for
-// example when only rank 0 checks its output files.
-bool other_ranks_may_wait();
+// An error the library threw: prints "rrfp: error: msg" and returns
+// `code` for main to return. Under mpirun with several ranks, once MPI is
+// up, the other ranks may be waiting on this one (rank 0 alone checks the
+// output files and writes checkpoints): it stops them all
+// (abort_all_ranks) instead of leaving them waiting.
+int stop_with_error(const std::string& msg, int code);
 
 // Under a launcher: a rank killed with SIGTERM (the launcher stopping the
 // others after one failed) says so on stderr instead of vanishing.

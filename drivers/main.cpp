@@ -127,15 +127,9 @@ int main(int argc, char** argv) {
     // this one): no clean shutdown is possible. Under mpirun every rank stops.
     rrfp::cli::abort_all_ranks(without_cpp_stack(e.what()));
   } catch (const rrfp::SpecError& e) {
-    // Under mpirun the other ranks may wait on this one (rank 0 alone
-    // checks the output files, writes checkpoints): every rank stops.
-    if (rrfp::cli::other_ranks_may_wait()) rrfp::cli::abort_all_ranks(e.what(), 2);
-    std::fprintf(stderr, "rrfp: error: %s\n", e.what());
-    return 2;
+    return rrfp::cli::stop_with_error(e.what(), 2);  // under mpirun: every rank stops
   } catch (const std::exception& e) {
-    if (rrfp::cli::other_ranks_may_wait()) rrfp::cli::abort_all_ranks(without_cpp_stack(e.what()), 1);
-    std::fprintf(stderr, "rrfp: error: %s\n", without_cpp_stack(e.what()).c_str());
-    return 1;
+    return rrfp::cli::stop_with_error(without_cpp_stack(e.what()), 1);
   }
   // A report on stdout that did not reach its file (a full disk, a closed
   // pipe) is a failed command, as a failed --json write is.

@@ -41,6 +41,14 @@ void expect_mean_is_predicted(const std::string& out) {
       << line;
 }
 
+// A memory limit (MB, for --memory-mb) just above what `plan` needs on its
+// fullest device: a tune under it has to keep every device within it.
+std::string just_above_its_memory(const nlohmann::json& plan) {
+  double need = 0;
+  for (double m : plan["memory_bytes"]) need = std::max(need, m);
+  return std::to_string(need / 1048576 * 1.01);
+}
+
 }  // namespace
 
 TEST(CliTune, ProfileTuneSimulateAndTrainThePlan) {
@@ -93,10 +101,7 @@ TEST(CliTune, BidirectionalPlanUnderAMemoryLimitTrains) {
     std::ifstream(plan_path) >> plan;
     EXPECT_EQ(plan["placement"], placement);
     EXPECT_EQ(plan["schedule"], schedule);
-    double need = 0;
-    for (double m : plan["memory_bytes"]) need = std::max(need, m);
-    const std::string limit = std::to_string(need / 1048576 * 1.01);
-    auto t = run_cli(tune + " --memory-mb " + limit + " -o " + plan_path);
+    auto t = run_cli(tune + " --memory-mb " + just_above_its_memory(plan) + " -o " + plan_path);
     ASSERT_EQ(t.code, 0) << t.out;
     auto s = run_cli("sim --plan " + plan_path);
     EXPECT_EQ(s.code, 0) << s.out;
@@ -115,10 +120,7 @@ TEST(CliTune, PlanRunsWithTensorParallelGroups) {
   ASSERT_EQ(run_cli(tune + " -o " + plan_path).code, 0);
   nlohmann::json plan;
   std::ifstream(plan_path) >> plan;
-  double need = 0;
-  for (double m : plan["memory_bytes"]) need = std::max(need, m);
-  const double limit_mb = need / 1048576 * 1.01;
-  auto t = run_cli(tune + " --memory-mb " + std::to_string(limit_mb) + " -o " + plan_path);
+  auto t = run_cli(tune + " --memory-mb " + just_above_its_memory(plan) + " -o " + plan_path);
   ASSERT_EQ(t.code, 0) << t.out;
   std::ifstream(plan_path) >> plan;
   ASSERT_GT(plan["memory_limit_bytes"].get<double>(), 0);

@@ -17,6 +17,13 @@ Hint chimera(int D, int M) {
   return make_hint("chimera", p);
 }
 
+Hint one_f_one_b(int S, int M) {
+  HintParams p;
+  p.stages = S;
+  p.microbatches = M;
+  return make_hint("1f1b", p);
+}
+
 TEST(MirrorPlan, DeterministicHopsFollowMicrobatchOrder) {
   // 4 devices, one per rank: stage 0 is on device 0 going down (microbatches
   // 0-3) and on device 3 going up (4-7).
@@ -54,10 +61,7 @@ TEST(MirrorPlan, CopiesOnOneRankNeedNoReduction) {
 }
 
 TEST(MirrorPlan, OnePipelineIsUnchanged) {
-  HintParams q;
-  q.stages = 4;
-  q.microbatches = 8;
-  const MpiTrainPlan p = mpi_train_plan(make_hint("1f1b", q), 1, 1, 3, true);
+  const MpiTrainPlan p = mpi_train_plan(one_f_one_b(4, 8), 1, 1, 3, true);
   for (const auto& hops : p.mirror) EXPECT_TRUE(hops.empty());
   EXPECT_EQ(p.holders[3], (std::vector<int>{3}));
   EXPECT_TRUE(p.local[3] && !p.local[0]);
@@ -87,10 +91,7 @@ TEST(MirrorPlan, EachTensorParallelMemberIsReducedWithItsOwnCopies) {
 }
 
 TEST(MirrorPlan, TensorParallelOnePipelineNeedsNoReduction) {
-  HintParams q;
-  q.stages = 2;
-  q.microbatches = 4;
-  const MpiTrainPlan p = mpi_train_plan(make_hint("1f1b", q), 2, 1, 1, true);
+  const MpiTrainPlan p = mpi_train_plan(one_f_one_b(2, 4), 2, 1, 1, true);
   for (const auto& hops : p.mirror) EXPECT_TRUE(hops.empty());
   EXPECT_EQ(p.holders[p.at(0, 1)], (std::vector<int>{1}));
   EXPECT_EQ(p.holders[p.at(1, 0)], (std::vector<int>{2}));
