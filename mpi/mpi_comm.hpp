@@ -10,5 +10,8 @@ namespace rrfp {
 
 // Initialises MPI first if needed (mpi_world()).
 MPI_Comm rrfp_mpi_comm();
+// The mirror reduction's (mpi/mpi_messages.hpp): it may run beside the
+// graph, StarPU-MPI and the calls above, on a thread of its own.
+MPI_Comm rrfp_mirror_comm();
 
 }  // namespace rrfp

@@ -32,6 +32,7 @@ int affinity_cores() {
 }
 
 MPI_Comm g_comm = MPI_COMM_NULL;
+MPI_Comm g_mirror_comm = MPI_COMM_NULL;  // rrfp_mirror_comm()
 
 std::unique_ptr<MpiStarpuSession>& kept() {
   static std::unique_ptr<MpiStarpuSession> s;
@@ -58,6 +59,7 @@ MpiWorld mpi_world() {
       throw UnrecoverableError("this MPI does not provide MPI_THREAD_MULTIPLE, which rrfp needs to keep StarPU-MPI "
                                "open between runs");
     MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &g_mirror_comm);
     kept();  // constructed now, so destroyed after finalize_at_exit has closed it
     std::atexit(finalize_at_exit);
   }
@@ -70,6 +72,11 @@ MpiWorld mpi_world() {
 MPI_Comm rrfp_mpi_comm() {
   mpi_world();
   return g_comm;
+}
+
+MPI_Comm rrfp_mirror_comm() {
+  mpi_world();
+  return g_mirror_comm;
 }
 
 void mpi_broadcast(void* data, int bytes, int root) { MPI_Bcast(data, bytes, MPI_BYTE, root, rrfp_mpi_comm()); }

@@ -165,6 +165,7 @@ TEST(CliInputs, FlagsThatWouldBeIgnoredAreRefused) {
   expect_refused("hints show --hint gpipe --stages 2 --waves 2", "--waves applies to hint 'hanayo', not 'gpipe'");
   expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --devices-per-rank 2", "launch 2 or more ranks with mpirun or srun");
   expect_refused(kTrain + "--steps 1 --devices-per-rank 2", "launch 2 or more ranks with mpirun or srun");
+  expect_refused(kTrain + "--steps 1 --mirror-reduce after-graph", "--mirror-reduce applies under mpirun/srun");
   const std::string trace = std::string(RRFP_SOURCE_DIR) + "/perf/traces/mm-tiny_1f1b.json";
   expect_refused("sim --durations " + trace + " --cost F=3 --stages 2 --microbatches 4", "drop --cost");
   expect_refused("bench --durations " + trace + " --unit-ms 2 --stages 2 --microbatches 4 --hint 1f1b",

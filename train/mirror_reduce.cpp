@@ -1,5 +1,8 @@
 #include "train/mirror_reduce.hpp"
 
+#include <optional>
+
+#include "mpi/mpi_messages.hpp"
 #include "mpi/mpi_session.hpp"
 
 namespace rrfp::train {
@@ -9,49 +12,73 @@ namespace {
 std::size_t bytes_of(const torch::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
 
 // MPI moves host memory: with --cuda the sums cross through a host copy.
-void send_sum(const std::vector<torch::Tensor>& sum, int dest, int tag) {
-  for (const auto& t : sum) {
-    const torch::Tensor c = t.to(torch::kCPU).contiguous();
-    mpi_send(c.data_ptr(), bytes_of(c), dest, tag);
-  }
+bool send_sum(const std::vector<torch::Tensor>& sum, const std::vector<int>& dests, int tag,
+              const std::atomic<bool>& stop) {
+  std::vector<torch::Tensor> host;  // alive until the sends are through
+  MpiMessages msgs;
+  for (const auto& t : sum) host.push_back(t.to(torch::kCPU).contiguous());
+  for (int d : dests)
+    for (const auto& h : host) msgs.send(h.data_ptr(), bytes_of(h), d, tag);
+  return msgs.wait(stop);
 }
 
 // A sum shaped like the stage's parameters (their gradients' shapes), on
-// their device.
-std::vector<torch::Tensor> recv_sum(const Pipeline& pipe, int s, int source, int tag) {
-  std::vector<torch::Tensor> out;
-  for (const auto& p : pipe.stage(s).params()) {
-    torch::Tensor h = torch::empty(p.t.sizes(), p.t.options().device(torch::kCPU));
-    mpi_recv(h.data_ptr(), bytes_of(h), source, tag);
-    out.push_back(h.to(p.t.device()));
+// their device; none when stopped.
+std::optional<std::vector<torch::Tensor>> recv_sum(const Pipeline& pipe, int s, int source, int tag, const std::atomic<bool>& stop) {
+  const auto& params = pipe.stage(s).params();
+  std::vector<torch::Tensor> host;
+  MpiMessages msgs;
+  for (const auto& p : params) {
+    host.push_back(torch::empty(p.t.sizes(), p.t.options().device(torch::kCPU)));
+    msgs.recv(host.back().data_ptr(), bytes_of(host.back()), source, tag);
   }
-  return out;
+  if (!msgs.wait(stop)) return std::nullopt;
+  for (size_t k = 0; k < host.size(); ++k) host[k] = host[k].to(params[k].t.device());
+  return host;
 }
 
 }  // namespace
 
-void mirror_reduce(const std::vector<Pipeline*>& pipes, const MpiTrainPlan& plan, int rank) {
-  const int S = static_cast<int>(plan.mirror.size()) / plan.members, N = S * plan.members;
-  for (int s = 0; s < S; ++s)
-    for (int t = 0; t < plan.members; ++t) {
-      const int i = plan.at(s, t);  // the message tag of its hops; N + i of its result
-      const auto& hops = plan.mirror[i];
-      if (hops.empty()) continue;
-      Pipeline& pipe = *pipes[t];
-      for (size_t k = 0; k < hops.size(); ++k) {
-        if (hops[k].rank != rank) continue;
-        if (k > 0) pipe.add_partial_sum(s, hops[k].first_mb, recv_sum(pipe, s, hops[k - 1].rank, i));
-        if (k + 1 < hops.size()) send_sum(pipe.running_sum(s), hops[k + 1].rank, i);
-      }
-      const int last = hops.back().rank;
-      if (rank == last) {
-        const auto sum = pipe.running_sum(s);
-        for (int r : plan.holders[i])
-          if (r != last) send_sum(sum, r, N + i);
-      } else if (plan.local[i]) {
-        pipe.set_stage_sum(s, recv_sum(pipe, s, last, N + i));
-      }
+std::vector<int> mirror_order(const MpiTrainPlan& plan) {
+  const int S = static_cast<int>(plan.mirror.size()) / plan.members;
+  std::vector<int> order;
+  for (int s = S - 1; s >= 0; --s)
+    for (int t = 0; t < plan.members; ++t) order.push_back(plan.at(s, t));
+  return order;
+}
+
+bool mirror_reduce_pair(const std::vector<Pipeline*>& pipes, const MpiTrainPlan& plan, int rank, int i,
+                        const std::atomic<bool>& stop) {
+  const int N = static_cast<int>(plan.mirror.size());  // tag i for the hops, N + i for the result
+  const int s = i / plan.members, t = i % plan.members;
+  const auto& hops = plan.mirror[i];
+  if (hops.empty() || !plan.local[i]) return true;
+  Pipeline& pipe = *pipes[t];
+  for (size_t k = 0; k < hops.size(); ++k) {
+    if (hops[k].rank != rank) continue;
+    if (k > 0) {
+      auto partial = recv_sum(pipe, s, hops[k - 1].rank, i, stop);
+      if (!partial) return false;
+      pipe.add_partial_sum(s, hops[k].first_mb, std::move(*partial));
     }
+    if (k + 1 < hops.size() && !send_sum(pipe.running_sum(s), {hops[k + 1].rank}, i, stop)) return false;
+  }
+  const int last = hops.back().rank;
+  if (rank == last) {
+    std::vector<int> others;
+    for (int r : plan.holders[i])
+      if (r != last) others.push_back(r);
+    return send_sum(pipe.running_sum(s), others, N + i, stop);
+  }
+  auto sum = recv_sum(pipe, s, last, N + i, stop);
+  if (!sum) return false;
+  pipe.set_stage_sum(s, std::move(*sum));
+  return true;
+}
+
+void mirror_reduce(const std::vector<Pipeline*>& pipes, const MpiTrainPlan& plan, int rank) {
+  const std::atomic<bool> never{false};
+  for (int i : mirror_order(plan)) mirror_reduce_pair(pipes, plan, rank, i, never);
 }
 
 void merge_microbatch_losses(Pipeline& pipe) {

@@ -226,6 +226,11 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
   for (int t = 1; t < TP; ++t) pipes[t]->begin_step(mbs);
   if (tp_comm) tp_comm->clear_log();  // the collective logs are per step
   pipe().begin_step(std::move(mbs));
+  mirror_reduced = false;
+  const ExecOptions eo = o.executor == "starpu" ? exec_options(step) : ExecOptions{};
+  // Declared before the body, which calls it, and destroyed after the
+  // executor: a failed graph stops its thread.
+  const auto overlap = mirror_overlap(step, static_cast<bool>(eo.stage_epilogue));
   // With tensor parallelism the executor calls this once per member,
   // with member * tasks + id.
   auto body = [&](int call, const TaskIo& io) {
@@ -236,10 +241,11 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     if (TP > 1) scope.emplace(tp_comm.get(), t.device, member, id);
     WorkerStream on_gpu(io.cuda_device, io.stream);  // a CUDA worker: torch on its StarPU stream
     pipes[member]->run(t.kind, t.stage, t.mb, io.in, io.out);
+    if (overlap && (t.kind == Kind::W || t.kind == Kind::BW))  // the sums it reads are complete
+      overlap->pass_done(plan.at(t.stage, member), [&] { wait_for_current_stream(io.cuda_device); });
     if (member == 0) t_end[id] = secs(Clock::now() - t_run);
   };
   if (o.executor == "starpu") {
-    const ExecOptions eo = exec_options(step);
     const ExecResult r = mpi ? mpi_executor(plan.mopt)(hint, body, eo) : execute(hint, body, eo);
     res.policy = r.policy;
     stepped = static_cast<bool>(eo.stage_epilogue);
@@ -265,7 +271,12 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     for (int id : order) rec.busy_s += t_end[id] - t_start[id];
     rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
   }
-  if (mpi && stepped) mirror_update(step);
+  if (overlap) {
+    overlap->finish();
+    mirror_reduced = true;
+  } else if (mpi && stepped) {
+    mirror_update(step);
+  }
   if (mpi) merge_microbatch_losses(pipe());  // the last stage's ranks (both directions' under Chimera) hold them
   rec.loss = static_cast<float>(pipe().loss());
   rec.peak_activation_per_stage = pipe().peak_activation_bytes();

@@ -24,6 +24,7 @@
 #include "train/batch_source.hpp"
 #include "train/checkpoint.hpp"
 #include "train/cuda_stream.hpp"
+#include "train/mirror_overlap.hpp"
 #include "train/mpi_train.hpp"
 #include "train/pipeline.hpp"
 #include "train/run_shape.hpp"
@@ -71,6 +72,8 @@ struct Trainer::Impl {
   std::mutex trace_mu;                   // --async: slices come from the workers
   std::vector<double> t_start, t_end;    // per task, seconds since t_run
   std::vector<double> opt_start, opt_end;  // optimizer tasks, for --trace
+  std::vector<int> mirror_passes;        // mpirun: backward_passes_on_rank (train/mirror_overlap.hpp)
+  bool mirror_reduced = false;           // this step's mirror reduction ran beside the graph
   Clock::time_point t_run;
   std::vector<std::int64_t> msg_shape;   // every activation / gradient message
   std::unique_ptr<AsyncWindows> async;   // --async: windows of steps, one graph each
@@ -133,6 +136,9 @@ struct Trainer::Impl {
   // several ranks reduce their gradients between those ranks
   // (train/mirror_reduce.hpp), and each holder applies the update.
   void mirror_update(int step);
+  // The same beside the graph (--mirror-reduce overlap, the default); null
+  // where no stage is mirrored or it runs after the graph.
+  std::unique_ptr<MirrorOverlap> mirror_overlap(int step, bool updates_in_graph);
 
   // The updates on this thread, after the graph (plain and replay
   // executors, and --clip-grad, whose norm needs every stage's gradient):

@@ -25,6 +25,21 @@ void Trainer::Impl::mirror_update(int step) {
     }
 }
 
+std::unique_ptr<MirrorOverlap> Trainer::Impl::mirror_overlap(int step, bool updates_in_graph) {
+  if (!mpi || !o.mirror_overlap || o.executor != "starpu") return nullptr;
+  bool any = false;
+  for (int s = 0; s < P; ++s) any = any || plan.mirrored(s);
+  if (!any) return nullptr;
+  if (mirror_passes.empty()) mirror_passes = backward_passes_on_rank(g, plan, mpi_rank);
+  MirrorOverlap::Update update;  // --clip-grad: after the graph, once the model's norm is known
+  if (updates_in_graph)
+    update = [this, step](int s, int t) {
+      one_intra_op_thread();
+      optimizer_step(t, s, step, pipes[t]->stage_grads(s));
+    };
+  return std::make_unique<MirrorOverlap>(pipes, plan, mpi_rank, mirror_passes, std::move(update));
+}
+
 bool Trainer::Impl::updates_here(int s, int t) const {
   // Every holder of a member of a stage updates it (a mirrored one after
   // its reduction).
@@ -43,7 +58,7 @@ double Trainer::Impl::member_sq_norm(int s, int t, const std::vector<torch::Tens
 }
 
 void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec) {
-  if (mpi) mirror_reduce(pipes, plan, mpi_rank);  // the copies' sums first: the norm counts a stage once
+  if (mpi && !mirror_reduced) mirror_reduce(pipes, plan, mpi_rank);  // the copies' sums first: the norm counts a stage once
   // Per member and stage: the plain loop's gradients, or the pipeline's
   // sums of the stages (and members) this rank updates.
   std::vector<std::vector<std::vector<torch::Tensor>>> member_grads(TP, std::vector<std::vector<torch::Tensor>>(P));

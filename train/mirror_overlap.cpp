@@ -1,0 +1,68 @@
+#include "train/mirror_overlap.hpp"
+
+#include "train/mirror_reduce.hpp"
+
+namespace rrfp::train {
+
+std::vector<int> backward_passes_on_rank(const TaskGraph& g, const MpiTrainPlan& plan, int rank) {
+  const int T = plan.members, K = plan.mopt.devices_per_rank;
+  std::vector<int> n(plan.mirror.size(), 0);
+  for (int id = 0; id < g.size(); ++id) {
+    const Task& task = g.task(id);
+    if (task.kind != Kind::W && task.kind != Kind::BW) continue;  // only these add to the gradient sums
+    for (int t = 0; t < T; ++t)
+      if ((task.device * T + t) / K == rank) ++n[plan.at(task.stage, t)];
+  }
+  return n;
+}
+
+MirrorOverlap::MirrorOverlap(std::vector<Pipeline*> pipes, const MpiTrainPlan& plan, int rank,
+                             std::vector<int> passes, Update update)
+    : pipes_(std::move(pipes)), plan_(plan), rank_(rank), update_(std::move(update)), left_(passes.size()),
+      ready_(passes.size(), 0) {
+  for (size_t i = 0; i < passes.size(); ++i) {
+    left_[i] = passes[i];
+    ready_[i] = passes[i] == 0;
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+MirrorOverlap::~MirrorOverlap() {
+  stop_ = true;
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void MirrorOverlap::pass_done(int i, const std::function<void()>& settle) {
+  if (--left_[i] != 0) return;
+  settle();
+  {
+    std::lock_guard<std::mutex> g(m_);
+    ready_[i] = 1;
+  }
+  cv_.notify_all();
+}
+
+void MirrorOverlap::finish() {
+  thread_.join();
+  if (error_) std::rethrow_exception(error_);
+}
+
+void MirrorOverlap::run() {
+  try {
+    one_intra_op_thread();
+    for (int i : mirror_order(plan_)) {
+      if (plan_.mirror[i].empty() || !plan_.local[i]) continue;
+      {
+        std::unique_lock<std::mutex> lk(m_);
+        cv_.wait(lk, [&] { return ready_[i] || stop_.load(); });
+      }
+      if (stop_ || !mirror_reduce_pair(pipes_, plan_, rank_, i, stop_)) return;
+      if (update_) update_(i / plan_.members, i % plan_.members);
+    }
+  } catch (...) {
+    error_ = std::current_exception();
+  }
+}
+
+}  // namespace rrfp::train
