@@ -98,12 +98,11 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   auto transport = std::make_shared<std::string>("starpu-mpi");
   auto* transport_flag = add_rank_transport_flag(c, transport.get());
-  auto mirror = std::make_shared<std::string>("overlap");
-  c->add_option("--mirror-reduce", *mirror,
+  c->add_option("--mirror-reduce", o->mirror_reduce,
                 "under mpirun, stage copies on several ranks (Chimera, --data-parallel): overlap (reduce each "
-                "stage's gradients as soon as this rank's backwards of it are done, beside the graph) or "
-                "after-graph (docs/mpi.md)")
-      ->check(CLI::IsMember({"overlap", "after-graph"}))
+                "stage's gradients beside the graph, once this rank's backwards of it are done), after-graph, or "
+                "auto (overlap where a rank has a core beyond its devices; docs/mpi.md)")
+      ->check(CLI::IsMember({"auto", "overlap", "after-graph"}))
       ->capture_default_str();
   auto* inflight = c->add_option("--inflight-slack", o->inflight_slack,
                                  "rrfp policies: raise each device's in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)")
@@ -128,7 +127,7 @@ void add_train_command(CLI::App& app) {
   c->add_option("--link-ms", o->link_ms, "emulated delay of every message between devices (ms; reorders arrivals)")
       ->capture_default_str();
   c->add_option("--link-jitter", o->link_jitter, "relative jitter of --link-ms, in [0,1)")->capture_default_str();
-  c->callback([o, transport, transport_flag, mirror, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, accumulate, directions,
+  c->callback([o, transport, transport_flag, split, fused, quiet, stages, microbatches, chunks, inflight, widths, partition, accumulate, directions,
                c] {
     if (*split && *fused) throw SpecError("--split and --fused exclude each other");
     if (directions->count() > 0 && o->async_mode != "amdp") throw SpecError("--directions needs --async amdp");
@@ -188,7 +187,6 @@ void add_train_command(CLI::App& app) {
     check_devices_per_rank_flag(o->multi_rank, c->get_option("--devices-per-rank"));
     if (c->count("--mirror-reduce") > 0 && !o->multi_rank)
       throw SpecError("--mirror-reduce applies under mpirun/srun (one process reduces stage copies in the graph)");
-    o->mirror_overlap = *mirror == "overlap";
     if (inflight->count() == 0) o->inflight_slack = inflight_slack_from_env();
     if (o->multi_rank && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
     const bool writer = !o->multi_rank || mpi_world().rank == 0;  // rank 0 writes the outputs and checkpoints

@@ -40,9 +40,9 @@ void MpiMessages::recv(void* data, std::size_t bytes, int source, int tag) {
   MPI_Irecv(data, count_of(bytes), MPI_BYTE, source, tag, rrfp_mirror_comm(), &r.back());
 }
 
-bool MpiMessages::wait(const std::atomic<bool>& stop) {
+bool MpiMessages::wait(const std::atomic<bool>& stop, const std::atomic<bool>& hurry) {
   auto& r = pending_->requests;
-  auto nap = std::chrono::microseconds(1);
+  auto nap = std::chrono::microseconds(2);
   for (;;) {
     int done = 0;
     MPI_Testall(static_cast<int>(r.size()), r.data(), &done, MPI_STATUSES_IGNORE);
@@ -51,8 +51,14 @@ bool MpiMessages::wait(const std::atomic<bool>& stop) {
       return true;
     }
     if (stop.load()) return false;
+    if (hurry.load()) {
+      std::this_thread::yield();
+      continue;
+    }
+    // A peer still running its graph: its message may be milliseconds
+    // away, and every wake-up here takes the core from a worker.
     std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(50));
+    nap = std::min(nap * 2, std::chrono::microseconds(1000));
   }
 }
 

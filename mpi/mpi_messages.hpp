@@ -23,9 +23,11 @@ class MpiMessages {
   void send(const void* data, std::size_t bytes, int dest, int tag);
   void recv(void* data, std::size_t bytes, int source, int tag);
   // Until every message posted so far is through: MPI_Testall between
-  // sleeps of at most 50 us. False when `stop` turned true first (the
-  // messages are left to MPI_Abort: a failed step ends the job).
-  bool wait(const std::atomic<bool>& stop);
+  // sleeps growing to 1 ms, or only yielding the core once `hurry` is
+  // true (nothing else left to run: the graph is done). False when `stop`
+  // turned true first (the messages are left to MPI_Abort: a failed step
+  // ends the job).
+  bool wait(const std::atomic<bool>& stop, const std::atomic<bool>& hurry);
 
  private:
   struct Pending;

@@ -149,6 +149,11 @@ void MpiStarpuSession::close_reused() { kept().reset(); }
 
 void MpiStarpuSession::abandon() { (void)kept().release(); }
 
+bool rank_has_spare_core(int workers) {
+  const GpuShare node = node_share();
+  return cores_of_rank(affinity_cores(), static_cast<int>(std::thread::hardware_concurrency()), node.of) > workers;
+}
+
 MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda)
     : policy_(policy), ncpus_(ncpus), profiling_(profiling), cuda_(cuda) {
   mpi_world();

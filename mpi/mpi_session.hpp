@@ -84,4 +84,8 @@ class MpiStarpuSession {
 // This rank among the ranks of its node (MPI_COMM_TYPE_SHARED).
 GpuShare node_share();
 
+// Whether this rank has more cores than `workers` (its affinity, and its
+// share of its node's cores among the node's ranks: cores_of_rank).
+bool rank_has_spare_core(int workers);
+
 }  // namespace rrfp

@@ -44,6 +44,7 @@ void MirrorOverlap::pass_done(int i, const std::function<void()>& settle) {
 }
 
 void MirrorOverlap::finish() {
+  graph_done_ = true;
   thread_.join();
   if (error_) std::rethrow_exception(error_);
 }
@@ -57,7 +58,7 @@ void MirrorOverlap::run() {
         std::unique_lock<std::mutex> lk(m_);
         cv_.wait(lk, [&] { return ready_[i] || stop_.load(); });
       }
-      if (stop_ || !mirror_reduce_pair(pipes_, plan_, rank_, i, stop_)) return;
+      if (stop_ || !mirror_reduce_pair(pipes_, plan_, rank_, i, stop_, graph_done_)) return;
       if (update_) update_(i / plan_.members, i % plan_.members);
     }
   } catch (...) {

@@ -56,6 +56,7 @@ class MirrorOverlap {
   std::condition_variable cv_;
   std::vector<unsigned char> ready_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> graph_done_{false};  // finish() was called: wait without sleeping
   std::exception_ptr error_;
   std::thread thread_;
 };

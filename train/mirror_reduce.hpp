@@ -25,9 +25,10 @@ std::vector<int> mirror_order(const MpiTrainPlan& plan);
 // This rank's part of pair `i`'s reduction (nothing where it holds no
 // copy): afterwards each holder has the full sum of member t of stage s in
 // `pipes[t]` (stage_grads). Needs this rank's W/BW passes of the pair
-// done. False when `stop` turned true while it waited for a message.
+// done. False when `stop` turned true while it waited for a message;
+// `hurry`: nothing else runs on this rank now (MpiMessages::wait).
 bool mirror_reduce_pair(const std::vector<Pipeline*>& pipes, const MpiTrainPlan& plan, int rank, int i,
-                        const std::atomic<bool>& stop);
+                        const std::atomic<bool>& stop, const std::atomic<bool>& hurry);
 
 // After the step's graph: every pair, in mirror_order. Other stages are
 // untouched.

@@ -73,10 +73,12 @@ struct TrainOptions {
   bool multi_rank = false;
   int devices_per_rank = 1;
   bool ordered_channels = false;  // messages between ranks through ordered channels (mpi/ordered_channels.hpp)
-  // Stage copies on several ranks (Chimera, --data-parallel): their
-  // gradients are reduced beside the graph, each pair once this rank's
-  // passes of it are done (train/mirror_overlap.hpp); false: after it.
-  bool mirror_overlap = true;
+  // Stage copies on several ranks (Chimera, --data-parallel): "overlap"
+  // reduces their gradients beside the graph, each pair once this rank's
+  // passes of it are done (train/mirror_overlap.hpp); "after-graph" after
+  // it; "auto": beside it where the rank has a core beyond its workers
+  // (docs/mpi.md, "The mirror reduction").
+  std::string mirror_reduce = "auto";
   int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
   double mpi_timeout_s = 0;  // under mpirun: seconds without progress on a rank; 0 = the executor's default
   // "" = synchronous (a flush every step); "paci": no flush, per-stage
