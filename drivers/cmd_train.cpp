@@ -99,11 +99,10 @@ void add_train_command(CLI::App& app) {
   auto transport = std::make_shared<std::string>("starpu-mpi");
   auto* transport_flag = add_rank_transport_flag(c, transport.get());
   c->add_option("--mirror-reduce", o->mirror_reduce,
-                "under mpirun, stage copies on several ranks (Chimera, --data-parallel): overlap (reduce each "
-                "stage's gradients beside the graph, once this rank's backwards of it are done), after-graph, or "
-                "auto (overlap where a rank has a core beyond its devices; docs/mpi.md)")
-      ->check(CLI::IsMember({"auto", "overlap", "after-graph"}))
-      ->capture_default_str();
+                "under mpirun, stage copies on several ranks (Chimera, --data-parallel): overlap (reduce the "
+                "stages' gradients beside the graph, each once this rank's backwards of it are done), after-graph, "
+                "or auto (overlap where a rank has cores to spare; the default; docs/mpi.md)")
+      ->check(CLI::IsMember({"auto", "overlap", "after-graph"}));
   auto* inflight = c->add_option("--inflight-slack", o->inflight_slack,
                                  "rrfp policies: raise each device's in-flight cap by K (default RRFP_INFLIGHT_SLACK or 0)")
                       ->check(CLI::Range(0, 1000000));
@@ -185,8 +184,6 @@ void add_train_command(CLI::App& app) {
     o->multi_rank = launched_under_mpi();
     o->ordered_channels = rank_transport_from_flag(*transport, o->multi_rank, transport_flag) == RankTransportKind::Ordered;
     check_devices_per_rank_flag(o->multi_rank, c->get_option("--devices-per-rank"));
-    if (c->count("--mirror-reduce") > 0 && !o->multi_rank)
-      throw SpecError("--mirror-reduce applies under mpirun/srun (one process reduces stage copies in the graph)");
     if (inflight->count() == 0) o->inflight_slack = inflight_slack_from_env();
     if (o->multi_rank && mpi_world().rank != 0) *quiet = true;  // rank 0 reports
     const bool writer = !o->multi_rank || mpi_world().rank == 0;  // rank 0 writes the outputs and checkpoints

@@ -151,7 +151,7 @@ void MpiStarpuSession::abandon() { (void)kept().release(); }
 
 bool rank_has_spare_core(int workers) {
   const GpuShare node = node_share();
-  return cores_of_rank(affinity_cores(), static_cast<int>(std::thread::hardware_concurrency()), node.of) > workers;
+  return cores_of_rank(affinity_cores(), static_cast<int>(std::thread::hardware_concurrency()), node.of) > workers + 1;
 }
 
 MpiStarpuSession::MpiStarpuSession(const PolicyChoice& policy, int ncpus, bool profiling, bool cuda)

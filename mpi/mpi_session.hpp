@@ -84,8 +84,10 @@ class MpiStarpuSession {
 // This rank among the ranks of its node (MPI_COMM_TYPE_SHARED).
 GpuShare node_share();
 
-// Whether this rank has more cores than `workers` (its affinity, and its
-// share of its node's cores among the node's ranks: cores_of_rank).
+// Whether this rank has a core beyond `workers` and StarPU-MPI's progress
+// thread, which polls without a pause once the workers leave it one
+// (mpi_poll_backoff_us): its affinity, and its share of its node's cores
+// among the node's ranks (cores_of_rank).
 bool rank_has_spare_core(int workers);
 
 }  // namespace rrfp

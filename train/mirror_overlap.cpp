@@ -1,5 +1,7 @@
 #include "train/mirror_overlap.hpp"
 
+#include <stdexcept>
+
 #include "train/mirror_reduce.hpp"
 
 namespace rrfp::train {
@@ -28,7 +30,10 @@ MirrorOverlap::MirrorOverlap(std::vector<Pipeline*> pipes, const MpiTrainPlan& p
 }
 
 MirrorOverlap::~MirrorOverlap() {
-  stop_ = true;
+  {
+    std::lock_guard<std::mutex> g(m_);  // or the thread could miss it between its check and its wait
+    stop_ = true;
+  }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
@@ -44,8 +49,20 @@ void MirrorOverlap::pass_done(int i, const std::function<void()>& settle) {
 }
 
 void MirrorOverlap::finish() {
-  graph_done_ = true;
+  // Every pass has run: each count is 0 now, or the counts were wrong.
+  bool counted = true;
+  {
+    std::lock_guard<std::mutex> g(m_);
+    graph_done_ = true;
+    for (size_t i = 0; i < ready_.size(); ++i) {
+      counted = counted && left_[i] == 0;
+      ready_[i] = 1;
+    }
+    if (!counted) stop_ = true;
+  }
+  cv_.notify_all();
   thread_.join();
+  if (!counted) throw std::logic_error("mirror reduction: this rank's backward passes were miscounted");
   if (error_) std::rethrow_exception(error_);
 }
 

@@ -1,8 +1,8 @@
-// The mirror reduction beside the step's graph (docs/mpi.md, "The mirror
-// reduction overlaps the graph"): a thread of its own walks the pairs in
-// mirror_order and reduces each as soon as this rank's last W/BW pass of
-// it has run, then applies the pair's update if given, while the workers
-// go on with the rest of the graph. Its messages are mirror_reduce's, in
+// The mirror reduction beside the step's graph (docs/mpi.md, "Bidirectional
+// hints: the mirror reduction"): a thread of its own walks the pairs in
+// mirror_order and reduces each once this rank's last W/BW pass of it has
+// run, then applies the pair's update if given, while the workers go on
+// with the rest of the graph. Its messages are mirror_reduce's, in
 // the same order, so the sums are bitwise the same and the same argument
 // rules out a deadlock; waiting for a pair's passes adds none, since the
 // graph never waits for the reduction.

@@ -19,7 +19,9 @@ bool send_sum(const std::vector<torch::Tensor>& sum, const std::vector<int>& des
   for (const auto& t : sum) host.push_back(t.to(torch::kCPU).contiguous());
   for (int d : dests)
     for (const auto& h : host) msgs.send(h.data_ptr(), bytes_of(h), d, tag);
-  return msgs.wait(stop, hurry);
+  if (msgs.wait(stop, hurry)) return true;
+  (void)new std::vector<torch::Tensor>(std::move(host));  // stopped: MPI may still read them until the job aborts
+  return false;
 }
 
 // A sum shaped like the stage's parameters (their gradients' shapes), on
@@ -33,7 +35,10 @@ std::optional<std::vector<torch::Tensor>> recv_sum(const Pipeline& pipe, int s, 
     host.push_back(torch::empty(p.t.sizes(), p.t.options().device(torch::kCPU)));
     msgs.recv(host.back().data_ptr(), bytes_of(host.back()), source, tag);
   }
-  if (!msgs.wait(stop, hurry)) return std::nullopt;
+  if (!msgs.wait(stop, hurry)) {
+    (void)new std::vector<torch::Tensor>(std::move(host));  // stopped: MPI may still write them until the job aborts
+    return std::nullopt;
+  }
   for (size_t k = 0; k < host.size(); ++k) host[k] = host[k].to(params[k].t.device());
   return host;
 }

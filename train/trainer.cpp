@@ -55,6 +55,12 @@ Trainer::Impl::Impl(Resolved r)
   if (mpi) {
     mpi_rank = mpi_world().rank;
     plan = mpi_train_plan(hint, TP, o.devices_per_rank, mpi_rank, o.deterministic);
+    bool mirrored = false;
+    for (int s = 0; s < P; ++s) mirrored = mirrored || plan.mirrored(s);
+    if (!o.mirror_reduce.empty() && !o.async_mode.empty())
+      throw SpecError("--mirror-reduce: --async has no reduction after its steps (AMDP reduces inside its graph)");
+    if (!o.mirror_reduce.empty() && !mirrored)
+      throw SpecError("--mirror-reduce: no stage of this run has copies on several ranks (Chimera, --data-parallel)");
     plan.mopt.timeout_s = o.mpi_timeout_s;
     if (o.ordered_channels) plan.mopt.transport = RankTransportKind::Ordered;
     if (TP > 1) {
@@ -67,6 +73,11 @@ Trainer::Impl::Impl(Resolved r)
   } else if (TP > 1) {
     tp_comm = std::make_unique<LocalTpComm>(hint.devices(), TP, 60.0);
   }
+  if (!o.mirror_reduce.empty() && !mpi)
+    throw SpecError("--mirror-reduce applies under mpirun/srun (one process reduces stage copies in the graph)");
+  if (!o.mirror_reduce.empty() && o.mirror_reduce != "auto" && o.mirror_reduce != "overlap" &&
+      o.mirror_reduce != "after-graph")
+    throw SpecError(fmt::format("--mirror-reduce '{}': auto, overlap or after-graph", o.mirror_reduce));
   opts.resize(TP);
   AdamWOptions ao;
   ao.lr = lr_schedule(o);
@@ -253,7 +264,7 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
       for (int d = 0; d < r.devices; ++d)
         if (r.epilogue_worker[s] >= 0 && r.epilogue_worker[s] == r.device_worker[d]) rec.optimizer_device[s] = d;
     for (int s = 0; s < P && mpi; ++s)
-      if (plan.mirrored(s)) rec.optimizer_device[s] = -1;  // updated after the graph (mirror_update)
+      if (plan.mirrored(s)) rec.optimizer_device[s] = -1;  // updated outside the graph (mirror_overlap, mirror_update)
     if (mpi && !o.trace_path.empty()) {
       // The merged records of every rank, on one time origin.
       const double off = secs(Clock::now() - t_run) - r.wall_s;

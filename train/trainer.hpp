@@ -74,11 +74,13 @@ struct TrainOptions {
   int devices_per_rank = 1;
   bool ordered_channels = false;  // messages between ranks through ordered channels (mpi/ordered_channels.hpp)
   // Stage copies on several ranks (Chimera, --data-parallel): "overlap"
-  // reduces their gradients beside the graph, each pair once this rank's
-  // passes of it are done (train/mirror_overlap.hpp); "after-graph" after
-  // it; "auto": beside it where the rank has a core beyond its workers
-  // (docs/mpi.md, "The mirror reduction").
-  std::string mirror_reduce = "auto";
+  // reduces their gradients beside the graph, a pair after the other once
+  // this rank's passes of it are done (train/mirror_overlap.hpp);
+  // "after-graph" after it; "auto": beside it where the rank has cores to
+  // spare (rank_has_spare_core). "" = auto, not asked for: given, it is
+  // refused where it would change nothing (one process, --async, no stage
+  // with copies on several ranks).
+  std::string mirror_reduce;
   int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
   double mpi_timeout_s = 0;  // under mpirun: seconds without progress on a rank; 0 = the executor's default
   // "" = synchronous (a flush every step); "paci": no flush, per-stage
@@ -164,6 +166,10 @@ struct TrainResult {
   std::int64_t grad_buffer_bytes = 0;  // gradient buffers at the end of a step
   std::vector<StepRecord> steps;
   TargetReport target;  // meaningful with TrainOptions::target_loss > 0
+  // Under mpirun with stage copies on several ranks: how this rank reduced
+  // them ("overlap" or "after-graph", TrainOptions::mirror_reduce
+  // resolved); "" where nothing was reduced between ranks.
+  std::string mirror_reduce;
 };
 
 // One run, a step at a time: what train() does, exposed so that a benchmark

@@ -136,8 +136,8 @@ struct Trainer::Impl {
   // several ranks reduce their gradients between those ranks
   // (train/mirror_reduce.hpp), and each holder applies the update.
   void mirror_update(int step);
-  // The same beside the graph (--mirror-reduce overlap, the default); null
-  // where no stage is mirrored or it runs after the graph.
+  // The same beside the graph (--mirror-reduce overlap, or auto with cores
+  // to spare); null where no stage is mirrored or it runs after the graph.
   std::unique_ptr<MirrorOverlap> mirror_overlap(int step, bool updates_in_graph);
 
   // The updates on this thread, after the graph (plain and replay

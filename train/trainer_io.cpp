@@ -240,6 +240,7 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
                    {"seconds", when(res.target.seconds)}, {"tokens", when(res.target.tokens)}};
   }
   if (o.eval_every > 0) j["eval_every"] = o.eval_every;
+  if (!res.mirror_reduce.empty()) j["mirror_reduce"] = res.mirror_reduce;  // rank 0's
   if (!o.async_mode.empty()) {
     j["async"] = {{"method", o.async_mode}, {"accumulate", o.microbatches}, {"window_steps", o.async_window}};
     if (o.async_mode == "amdp") j["async"]["directions"] = o.directions;
