@@ -1,14 +1,10 @@
 #include "mpi/mpi_messages.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <thread>
 #include <vector>
 
-#include "graph/pipeline_spec.hpp"
 #include "mpi/mpi_comm.hpp"
 
 namespace rrfp {
@@ -17,27 +13,19 @@ struct MpiMessages::Pending {
   std::vector<MPI_Request> requests;
 };
 
-namespace {
-int count_of(std::size_t bytes) {
-  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw SpecError(fmt::format("an MPI message of {} bytes is over MPI's int count", bytes));
-  return static_cast<int>(bytes);
-}
-}  // namespace
-
 MpiMessages::MpiMessages() : pending_(std::make_unique<Pending>()) {}
 MpiMessages::~MpiMessages() = default;
 
 void MpiMessages::send(const void* data, std::size_t bytes, int dest, int tag) {
   auto& r = pending_->requests;
   r.emplace_back();
-  MPI_Isend(data, count_of(bytes), MPI_BYTE, dest, tag, rrfp_mirror_comm(), &r.back());
+  MPI_Isend(data, mpi_message_count(bytes), MPI_BYTE, dest, tag, rrfp_mirror_comm(), &r.back());
 }
 
 void MpiMessages::recv(void* data, std::size_t bytes, int source, int tag) {
   auto& r = pending_->requests;
   r.emplace_back();
-  MPI_Irecv(data, count_of(bytes), MPI_BYTE, source, tag, rrfp_mirror_comm(), &r.back());
+  MPI_Irecv(data, mpi_message_count(bytes), MPI_BYTE, source, tag, rrfp_mirror_comm(), &r.back());
 }
 
 bool MpiMessages::wait(const std::atomic<bool>& stop, const std::atomic<bool>& hurry) {

@@ -95,20 +95,18 @@ void mpi_sum_in_place(float* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n,
 
 void mpi_sum_in_place(double* data, int n) { MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_SUM, rrfp_mpi_comm()); }
 
-namespace {
-int message_count(std::size_t bytes) {
+int mpi_message_count(std::size_t bytes) {
   if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw SpecError(fmt::format("an MPI message of {} bytes is over MPI's int count", bytes));
   return static_cast<int>(bytes);
 }
-}  // namespace
 
 void mpi_send(const void* data, std::size_t bytes, int dest, int tag) {
-  MPI_Send(data, message_count(bytes), MPI_BYTE, dest, tag, rrfp_mpi_comm());
+  MPI_Send(data, mpi_message_count(bytes), MPI_BYTE, dest, tag, rrfp_mpi_comm());
 }
 
 void mpi_recv(void* data, std::size_t bytes, int source, int tag) {
-  MPI_Recv(data, message_count(bytes), MPI_BYTE, source, tag, rrfp_mpi_comm(), MPI_STATUS_IGNORE);
+  MPI_Recv(data, mpi_message_count(bytes), MPI_BYTE, source, tag, rrfp_mpi_comm(), MPI_STATUS_IGNORE);
 }
 
 GpuShare node_share() {
