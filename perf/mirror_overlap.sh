@@ -1,6 +1,6 @@
 #!/bin/bash
-# The mirror reduction beside the graph against after it (docs/mpi.md, "The
-# mirror reduction"): the same `mpirun -np 2 rrfp train` with
+# The mirror reduction beside the graph against after it (docs/mpi.md,
+# "Bidirectional hints: the mirror reduction"): the same `mpirun -np 2 rrfp train` with
 # --mirror-reduce after-graph and overlap, alternating run by run, for
 # Chimera on 2 ranks and for 2 data-parallel replicas of 2 stages on 2
 # ranks x 2 devices; per round the ratio of median step times (first step
