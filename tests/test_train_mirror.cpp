@@ -38,6 +38,9 @@ TEST(MirrorPlan, DeterministicHopsFollowMicrobatchOrder) {
   EXPECT_EQ(p.mirror[1][1].rank, 2);
   EXPECT_TRUE(p.local[0] && p.local[3] && !p.local[1] && !p.local[2]);
   EXPECT_EQ(p.holders[3], (std::vector<int>{0, 3}));  // the last stage's copies: devices 3 and 0
+  // Rank 0 runs half of stage 0's and of stage 3's microbatches, none of the others'.
+  EXPECT_EQ(p.local_microbatches, (std::vector<int>{4, 0, 0, 4}));
+  EXPECT_TRUE(p.any_mirrored());
 }
 
 TEST(MirrorPlan, NonDeterministicVisitsEachHolderOnce) {
@@ -63,6 +66,8 @@ TEST(MirrorPlan, CopiesOnOneRankNeedNoReduction) {
 TEST(MirrorPlan, OnePipelineIsUnchanged) {
   const MpiTrainPlan p = mpi_train_plan(one_f_one_b(4, 8), 1, 1, 3, true);
   for (const auto& hops : p.mirror) EXPECT_TRUE(hops.empty());
+  EXPECT_FALSE(p.any_mirrored());
+  EXPECT_EQ(p.local_microbatches, (std::vector<int>{0, 0, 0, 8}));
   EXPECT_EQ(p.holders[3], (std::vector<int>{3}));
   EXPECT_TRUE(p.local[3] && !p.local[0]);
 }

@@ -6,25 +6,12 @@
 
 namespace rrfp::train {
 
-std::vector<int> backward_passes_on_rank(const TaskGraph& g, const MpiTrainPlan& plan, int rank) {
-  const int T = plan.members, K = plan.mopt.devices_per_rank;
-  std::vector<int> n(plan.mirror.size(), 0);
-  for (int id = 0; id < g.size(); ++id) {
-    const Task& task = g.task(id);
-    if (task.kind != Kind::W && task.kind != Kind::BW) continue;  // only these add to the gradient sums
-    for (int t = 0; t < T; ++t)
-      if ((task.device * T + t) / K == rank) ++n[plan.at(task.stage, t)];
-  }
-  return n;
-}
-
-MirrorOverlap::MirrorOverlap(std::vector<Pipeline*> pipes, const MpiTrainPlan& plan, int rank,
-                             std::vector<int> passes, Update update)
-    : pipes_(std::move(pipes)), plan_(plan), rank_(rank), update_(std::move(update)), left_(passes.size()),
-      ready_(passes.size(), 0) {
-  for (size_t i = 0; i < passes.size(); ++i) {
-    left_[i] = passes[i];
-    ready_[i] = passes[i] == 0;
+MirrorOverlap::MirrorOverlap(std::vector<Pipeline*> pipes, const MpiTrainPlan& plan, int rank, Update update)
+    : pipes_(std::move(pipes)), plan_(plan), rank_(rank), update_(std::move(update)),
+      left_(plan.local_microbatches.size()), ready_(plan.local_microbatches.size(), 0) {
+  for (size_t i = 0; i < left_.size(); ++i) {
+    left_[i] = plan.local_microbatches[i];
+    ready_[i] = left_[i] == 0;
   }
   thread_ = std::thread([this] { run(); });
 }

@@ -16,23 +16,17 @@
 #include <thread>
 #include <vector>
 
-#include "graph/task_graph.hpp"
 #include "train/mpi_train.hpp"
 #include "train/pipeline.hpp"
 
 namespace rrfp::train {
 
-// Per pair (MpiTrainPlan::at): this rank's W/BW passes of it in `g`
-// (member t of device d is slot d*T+t, on rank slot / devices_per_rank).
-std::vector<int> backward_passes_on_rank(const TaskGraph& g, const MpiTrainPlan& plan, int rank);
-
 class MirrorOverlap {
  public:
   using Update = std::function<void(int stage, int member)>;
-  // `passes`: backward_passes_on_rank. `update` (optional): runs on the
-  // thread after each reduced pair this rank holds.
-  MirrorOverlap(std::vector<Pipeline*> pipes, const MpiTrainPlan& plan, int rank, std::vector<int> passes,
-                Update update);
+  // `update` (optional): runs on the thread after each reduced pair this
+  // rank holds. Each pair waits for plan.local_microbatches of its passes.
+  MirrorOverlap(std::vector<Pipeline*> pipes, const MpiTrainPlan& plan, int rank, Update update);
   ~MirrorOverlap();  // a failed graph: stops the thread and joins it
   MirrorOverlap(const MirrorOverlap&) = delete;
   MirrorOverlap& operator=(const MirrorOverlap&) = delete;

@@ -10,6 +10,10 @@ bool MpiTrainPlan::mirrored(int s) const {
   return false;
 }
 
+bool MpiTrainPlan::any_mirrored() const {
+  return std::any_of(mirror.begin(), mirror.end(), [](const auto& hops) { return !hops.empty(); });
+}
+
 MpiTrainPlan mpi_train_plan(const Hint& hint, int T, int K, int rank, bool deterministic) {
   const PipelineSpec& sp = hint.graph->spec();
   const int S = sp.stages, M = sp.microbatches;
@@ -18,12 +22,16 @@ MpiTrainPlan mpi_train_plan(const Hint& hint, int T, int K, int rank, bool deter
   plan.local.assign(static_cast<size_t>(S) * T, 0);
   plan.holders.resize(plan.local.size());
   plan.mirror.resize(plan.local.size());
+  plan.local_microbatches.assign(plan.local.size(), 0);
   auto rank_of = [&](int s, int m, int t) { return (sp.device_of(s, m) * T + t) / K; };
   for (int s = 0; s < S; ++s)
     for (int t = 0; t < T; ++t) {
       const int i = plan.at(s, t);
       auto& h = plan.holders[i];
-      for (int m = 0; m < M; ++m) h.push_back(rank_of(s, m, t));
+      for (int m = 0; m < M; ++m) {
+        h.push_back(rank_of(s, m, t));
+        plan.local_microbatches[i] += rank_of(s, m, t) == rank;
+      }
       std::sort(h.begin(), h.end());
       h.erase(std::unique(h.begin(), h.end()), h.end());
       plan.local[i] = std::find(h.begin(), h.end(), rank) != h.end();

@@ -43,8 +43,12 @@ struct MpiTrainPlan {
   // hops of its mirror reduction (empty when one rank holds every copy).
   std::vector<std::vector<int>> holders;
   std::vector<std::vector<MirrorHop>> mirror;
-  // Whether any member of stage s is reduced after the graph.
+  // Microbatches of member t of stage s this rank runs: its W/BW passes of
+  // the pair, each adding to the pair's gradient sum.
+  std::vector<int> local_microbatches;
+  // Whether any member of stage s is reduced between ranks; of any stage.
   bool mirrored(int s) const;
+  bool any_mirrored() const;
 };
 
 // `tp` members per device (member t of device d is slot d*T+t, on rank

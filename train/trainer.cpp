@@ -52,15 +52,25 @@ Trainer::Impl::Impl(Resolved r)
     owned_pipes.back()->set_placement(hint.spec().placement, hint.spec().mb_pipeline);
     pipes.push_back(owned_pipes.back().get());
   }
+  if (!o.mirror_reduce.empty() && o.mirror_reduce != "auto" && o.mirror_reduce != "overlap" &&
+      o.mirror_reduce != "after-graph")
+    throw SpecError(fmt::format("--mirror-reduce '{}': auto, overlap or after-graph", o.mirror_reduce));
   if (mpi) {
     mpi_rank = mpi_world().rank;
     plan = mpi_train_plan(hint, TP, o.devices_per_rank, mpi_rank, o.deterministic);
-    bool mirrored = false;
-    for (int s = 0; s < P; ++s) mirrored = mirrored || plan.mirrored(s);
     if (!o.mirror_reduce.empty() && !o.async_mode.empty())
       throw SpecError("--mirror-reduce: --async has no reduction after its steps (AMDP reduces inside its graph)");
-    if (!o.mirror_reduce.empty() && !mirrored)
+    if (!o.mirror_reduce.empty() && !plan.any_mirrored())
       throw SpecError("--mirror-reduce: no stage of this run has copies on several ranks (Chimera, --data-parallel)");
+    // Beside the graph its sums and updates take CPU time from the workers:
+    // a gain only with a core to spare (perf/RESULTS.md, "The mirror
+    // reduction beside the graph": 0.97-1.00x on ranks without one).
+    if (plan.any_mirrored() && o.async_mode.empty())
+      res.mirror_reduce = o.mirror_reduce == "overlap" ||
+                                  ((o.mirror_reduce.empty() || o.mirror_reduce == "auto") &&
+                                   rank_has_spare_core(o.devices_per_rank))
+                              ? "overlap"
+                              : "after-graph";
     plan.mopt.timeout_s = o.mpi_timeout_s;
     if (o.ordered_channels) plan.mopt.transport = RankTransportKind::Ordered;
     if (TP > 1) {
@@ -75,9 +85,6 @@ Trainer::Impl::Impl(Resolved r)
   }
   if (!o.mirror_reduce.empty() && !mpi)
     throw SpecError("--mirror-reduce applies under mpirun/srun (one process reduces stage copies in the graph)");
-  if (!o.mirror_reduce.empty() && o.mirror_reduce != "auto" && o.mirror_reduce != "overlap" &&
-      o.mirror_reduce != "after-graph")
-    throw SpecError(fmt::format("--mirror-reduce '{}': auto, overlap or after-graph", o.mirror_reduce));
   opts.resize(TP);
   AdamWOptions ao;
   ao.lr = lr_schedule(o);
@@ -237,7 +244,6 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
   for (int t = 1; t < TP; ++t) pipes[t]->begin_step(mbs);
   if (tp_comm) tp_comm->clear_log();  // the collective logs are per step
   pipe().begin_step(std::move(mbs));
-  mirror_reduced = false;
   const ExecOptions eo = o.executor == "starpu" ? exec_options(step) : ExecOptions{};
   // Declared before the body, which calls it, and destroyed after the
   // executor: a failed graph stops its thread.
@@ -282,12 +288,10 @@ bool Trainer::Impl::pipeline_pass(std::vector<Microbatch> mbs, int step, StepRec
     for (int id : order) rec.busy_s += t_end[id] - t_start[id];
     rec.bubble_ratio = predicted_bubble;  // one thread: the schedule's unit-cost bubble
   }
-  if (overlap) {
+  if (overlap)
     overlap->finish();
-    mirror_reduced = true;
-  } else if (mpi && stepped) {
+  else if (mpi && stepped)
     mirror_update(step);
-  }
   if (mpi) merge_microbatch_losses(pipe());  // the last stage's ranks (both directions' under Chimera) hold them
   rec.loss = static_cast<float>(pipe().loss());
   rec.peak_activation_per_stage = pipe().peak_activation_bytes();

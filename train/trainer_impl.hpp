@@ -72,8 +72,6 @@ struct Trainer::Impl {
   std::mutex trace_mu;                   // --async: slices come from the workers
   std::vector<double> t_start, t_end;    // per task, seconds since t_run
   std::vector<double> opt_start, opt_end;  // optimizer tasks, for --trace
-  std::vector<int> mirror_passes;        // mpirun: backward_passes_on_rank (train/mirror_overlap.hpp)
-  bool mirror_reduced = false;           // this step's mirror reduction ran beside the graph
   Clock::time_point t_run;
   std::vector<std::int64_t> msg_shape;   // every activation / gradient message
   std::unique_ptr<AsyncWindows> async;   // --async: windows of steps, one graph each
@@ -136,6 +134,7 @@ struct Trainer::Impl {
   // several ranks reduce their gradients between those ranks
   // (train/mirror_reduce.hpp), and each holder applies the update.
   void mirror_update(int step);
+  void update_mirrored(int s, int t, int step);  // member t of stage s, after its reduction
   // The same beside the graph (--mirror-reduce overlap, or auto with cores
   // to spare); null where no stage is mirrored or it runs after the graph.
   std::unique_ptr<MirrorOverlap> mirror_overlap(int step, bool updates_in_graph);

@@ -19,33 +19,20 @@ void Trainer::Impl::mirror_update(int step) {
   for (int s = 0; s < P; ++s)
     for (int t = 0; t < TP; ++t) {
       const int i = plan.at(s, t);
-      if (plan.mirror[i].empty() || !plan.local[i]) continue;
-      one_intra_op_thread();
-      optimizer_step(t, s, step, pipes[t]->stage_grads(s));
+      if (!plan.mirror[i].empty() && plan.local[i]) update_mirrored(s, t, step);
     }
 }
 
+void Trainer::Impl::update_mirrored(int s, int t, int step) {
+  one_intra_op_thread();
+  optimizer_step(t, s, step, pipes[t]->stage_grads(s));
+}
+
 std::unique_ptr<MirrorOverlap> Trainer::Impl::mirror_overlap(int step, bool updates_in_graph) {
-  if (!mpi || o.executor != "starpu") return nullptr;
-  bool any = false;
-  for (int s = 0; s < P; ++s) any = any || plan.mirrored(s);
-  if (!any) return nullptr;
-  // Beside the graph its sums and updates take CPU time from the workers:
-  // a gain only with a core to spare (perf/RESULTS.md, "The mirror
-  // reduction beside the graph": 0.97-1.00x on ranks without one).
-  if (res.mirror_reduce.empty())  // once per run: a rank's cores do not change
-    res.mirror_reduce = o.mirror_reduce.empty() || o.mirror_reduce == "auto"
-                            ? (rank_has_spare_core(plan.mopt.devices_per_rank) ? "overlap" : "after-graph")
-                            : o.mirror_reduce;
-  if (res.mirror_reduce == "after-graph") return nullptr;
-  if (mirror_passes.empty()) mirror_passes = backward_passes_on_rank(g, plan, mpi_rank);
+  if (res.mirror_reduce != "overlap") return nullptr;  // resolved once, in the constructor
   MirrorOverlap::Update update;  // --clip-grad: after the graph, once the model's norm is known
-  if (updates_in_graph)
-    update = [this, step](int s, int t) {
-      one_intra_op_thread();
-      optimizer_step(t, s, step, pipes[t]->stage_grads(s));
-    };
-  return std::make_unique<MirrorOverlap>(pipes, plan, mpi_rank, mirror_passes, std::move(update));
+  if (updates_in_graph) update = [this, step](int s, int t) { update_mirrored(s, t, step); };
+  return std::make_unique<MirrorOverlap>(pipes, plan, mpi_rank, std::move(update));
 }
 
 bool Trainer::Impl::updates_here(int s, int t) const {
@@ -66,7 +53,8 @@ double Trainer::Impl::member_sq_norm(int s, int t, const std::vector<torch::Tens
 }
 
 void Trainer::Impl::update_after_graph(int step, std::vector<std::vector<torch::Tensor>>& grads, StepRecord& rec) {
-  if (mpi && !mirror_reduced) mirror_reduce(pipes, plan, mpi_rank);  // the copies' sums first: the norm counts a stage once
+  // The copies' sums first (beside the graph, done already): the norm counts a stage once.
+  if (mpi && res.mirror_reduce != "overlap") mirror_reduce(pipes, plan, mpi_rank);
   // Per member and stage: the plain loop's gradients, or the pipeline's
   // sums of the stages (and members) this rank updates.
   std::vector<std::vector<std::vector<torch::Tensor>>> member_grads(TP, std::vector<std::vector<torch::Tensor>>(P));
