@@ -3,6 +3,7 @@
 // for --profile in rrfp sim and rrfp bench.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -44,6 +45,10 @@ void add_profile_command(CLI::App& app) {
                                          "up to the cores)")
       ->capture_default_str();
   c->add_option("--microbatches", o->microbatches, "starpu: microbatches a step")->capture_default_str();
+  c->add_option("--tensor-parallel", m.tensor_parallel,
+                "starpu, gpt-tiny: measure every device as a group of T workers (Megatron blocks; a member's "
+                "passes with their all-reduces), for rrfp tune to search that degree")
+      ->capture_default_str();
   c->add_option("-o,--output", *out, "write the profile JSON here")->required();
   c->callback([c, o, out, widths] {
     // Each would change nothing where it does not apply: refused, not ignored.
@@ -52,13 +57,14 @@ void add_profile_command(CLI::App& app) {
       if (mm && c->count(flag) > 0) throw SpecError(fmt::format("{} applies to gpt-tiny, not mm-tiny", flag));
     if (!mm && c->count("--enc-layers") > 0) throw SpecError("--enc-layers applies to mm-tiny (its vision encoder)");
     if (o->executor == "plain")
-      for (const char* flag : {"--devices", "--microbatches"})
+      for (const char* flag : {"--devices", "--microbatches", "--tensor-parallel"})
         if (c->count(flag) > 0) throw SpecError(fmt::format("{} applies to --executor starpu", flag));
     if (!widths->empty()) o->model.gpt.mlp_widths = train::parse_int_list(*widths, "--mlp-widths");
     require_output_dir(*out, "-o");
-    if (o->executor == "starpu" && o->devices > max_cpu_workers())
-      throw SpecError(fmt::format("--devices {}: one StarPU CPU worker per device and at most {} here", o->devices,
-                                  max_cpu_workers()));
+    if (o->executor == "starpu" && o->devices > max_cpu_workers() / std::max(1, o->model.tensor_parallel))
+      throw SpecError(fmt::format("--devices {} x --tensor-parallel {}: one StarPU CPU worker per member, at "
+                                  "most {} here",
+                                  o->devices, o->model.tensor_parallel, max_cpu_workers()));
     fmt::print("blas: {}, one thread per worker\n", train::blas_in_use().describe());
     const ModelProfile p = train::profile_model(*o, [](const std::string& line) {
       fmt::print("{}\n", line);

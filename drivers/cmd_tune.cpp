@@ -24,8 +24,12 @@ void add_tune_command(CLI::App& app) {
   auto data_parallel = std::make_shared<std::string>();
   auto* c = app.add_subcommand("tune", "Co-optimise partition, placement and schedule of a profiled model on the "
                                        "simulator; write the plan");
-  c->add_option("--profile", *profile, "the model's profile (rrfp profile -o FILE)")->required();
-  c->add_option("--devices", o->devices, "devices in all (split into replicas with --data-parallel)")
+  c->add_option("--profile", *profile,
+                "the model's profile (rrfp profile -o FILE); comma-separated, one per tensor-parallel degree "
+                "(rrfp profile --tensor-parallel T), to search that degree too")
+      ->required();
+  c->add_option("--devices", o->devices, "devices (workers) in all: split into replicas by --data-parallel and into groups by a profile's "
+                                          "tensor-parallel degree")
       ->capture_default_str();
   c->add_option("--microbatches", o->microbatches, "microbatches per step (all replicas')")->capture_default_str();
   c->add_option("--data-parallel", *data_parallel,
@@ -83,21 +87,25 @@ void add_tune_command(CLI::App& app) {
         fmt::print("{}\n", line);
         std::fflush(stdout);
       };
-    const ModelProfile prof = read_profile(*profile);
+    std::vector<ModelProfile> profiles;
+    for (const std::string& path : split_list(*profile, "--profile")) profiles.push_back(read_profile(path));
     const auto t0 = std::chrono::steady_clock::now();
-    const Plan p = tune(prof, *o);
+    const Plan p = tune_profiles(profiles, *o);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_plan(*out, p);
+    const std::string groups =
+        p.tensor_parallel > 1 ? fmt::format(" (groups of {} tensor-parallel members)", p.tensor_parallel) : "";
     if (p.data_parallel > 1)
-      fmt::print("plan: {} replicas of {} {} partition {} on {} devices each, {} microbatches each\n",
-                 p.data_parallel, p.placement, p.schedule, fmt::join(p.counts, ","), p.devices, p.microbatches);
+      fmt::print("plan: {} replicas of {} {} partition {} on {} devices each{}, {} microbatches each\n",
+                 p.data_parallel, p.placement, p.schedule, fmt::join(p.counts, ","), p.devices, groups,
+                 p.microbatches);
     else
-      fmt::print("plan: {} {} partition {} on {} devices, {} microbatches\n", p.placement, p.schedule,
-                 fmt::join(p.counts, ","), p.devices, p.microbatches);
+      fmt::print("plan: {} {} partition {} on {} devices{}, {} microbatches\n", p.placement, p.schedule,
+                 fmt::join(p.counts, ","), p.devices, groups, p.microbatches);
     std::vector<std::string> mem;
     for (double m : p.memory_bytes) mem.push_back(fmt::format("{:.2f}", m / 1048576));
-    fmt::print("predicted step {:.3f} ms under {}; memory per device {} MiB{}\n", p.predicted_step_s * 1e3,
-               p.policy, fmt::join(mem, " "),
+    fmt::print("predicted step {:.3f} ms under {}; memory per {} {} MiB{}\n", p.predicted_step_s * 1e3,
+               p.policy, p.tensor_parallel > 1 ? "member" : "device", fmt::join(mem, " "),
                p.memory_limit_bytes > 0 ? fmt::format(" (limit {:.2f})", p.memory_limit_bytes / 1048576) : "");
     fmt::print("searched {} placement/schedule pairs in {:.1f} s; wrote {}\n", p.tried.size(), took, *out);
   });

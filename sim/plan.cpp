@@ -83,6 +83,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"devices", p.devices},
           {"microbatches", p.microbatches},
           {"data_parallel", p.data_parallel},
+          {"tensor_parallel", p.tensor_parallel},
           {"partition", p.counts},
           {"placement", p.placement},
           {"stage_device", p.stage_device},
@@ -135,6 +136,10 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   if (p.data_parallel < 1 || p.data_parallel > kMaxPlanReplicas)
     throw SpecError(fmt::format("{}: 'data_parallel' = {} must be a number from 1 to {}", source, p.data_parallel,
                                 kMaxPlanReplicas));
+  p.tensor_parallel = j.contains("tensor_parallel") ? int_of(j["tensor_parallel"], "tensor_parallel", source) : 1;
+  if (p.tensor_parallel < 1 || p.tensor_parallel > kMaxTensorParallel)
+    throw SpecError(fmt::format("{}: 'tensor_parallel' = {} must be a number from 1 to {}", source,
+                                p.tensor_parallel, kMaxTensorParallel));
   p.seeds = j.contains("predicted_seeds") ? int_of(j["predicted_seeds"], "predicted_seeds", source) : 5;
   if (p.seeds < 1 || p.seeds > kMaxPlanSeeds)
     throw SpecError(fmt::format("{}: 'predicted_seeds' = {} must be a number from 1 to {}", source, p.seeds,
@@ -333,6 +338,16 @@ int plan_replicas(const Plan& p, int requested) {
   throw SpecError(fmt::format("plan '{}' was tuned for {} data-parallel replicas; --data-parallel {} differs (drop it "
                               "to run the plan's)",
                               p.source, p.data_parallel, requested));
+}
+
+int plan_members(const Plan& p, int requested) {
+  if (requested < 1)
+    throw SpecError(fmt::format("--tensor-parallel must be at least 1 member, got {}", requested));
+  if (requested == 1 || requested == p.tensor_parallel) return p.tensor_parallel;
+  if (p.tensor_parallel == 1) return requested;
+  throw SpecError(fmt::format("plan '{}' was tuned for tensor-parallel groups of {}; --tensor-parallel {} differs "
+                              "(drop it to run the plan's)",
+                              p.source, p.tensor_parallel, requested));
 }
 
 Objective plan_objective(const Plan& p) {

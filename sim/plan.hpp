@@ -29,6 +29,9 @@ struct Plan {
   std::string profile;          // the profile it was tuned on
   int devices = 1, microbatches = 1;  // one replica's
   int data_parallel = 1;        // replicas of that pipeline (devices x data_parallel in all)
+  // Members per device (a tensor-parallel group; the profile's): a device
+  // of the plan is T workers, devices x data_parallel x T in all.
+  int tensor_parallel = 1;
   std::vector<int> counts;      // blocks per model stage
   std::string placement;        // linear | interleaved:V | vshape | bidirectional | bidirectional-asym
   std::vector<int> stage_device;
@@ -67,6 +70,12 @@ Hint plan_hint(const Plan& p);
 // one replica. Throws SpecError when both are above 1 and differ, or when
 // `requested` < 1.
 int plan_replicas(const Plan& p, int requested);
+
+// How many members each device of the plan has under --tensor-parallel
+// `requested`, as plan_replicas: the plan's when the flag is 1 (its
+// default), the flag's when the plan has one member. Throws SpecError when
+// both are above 1 and differ, or when `requested` < 1.
+int plan_members(const Plan& p, int requested);
 
 // What a step is predicted from: the policy, the link, and how many seeds
 // of the stages' spread (StageCosts::sigma) the prediction averages.

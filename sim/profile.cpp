@@ -51,6 +51,11 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
   if (!mbs.is_number_integer() || mbs.get<double>() < 1 || mbs.get<double>() > 1e6)
     throw SpecError(fmt::format("{}: micro_batch_size {} must be an integer from 1 to 1000000", source, mbs.dump()));
   p.micro_batch_size = mbs.get<int>();
+  const nlohmann::json tp = j.value("tensor_parallel", nlohmann::json(1));  // absent: profiles before it
+  if (!tp.is_number_integer() || tp.get<double>() < 1 || tp.get<double>() > kMaxTensorParallel)
+    throw SpecError(fmt::format("{}: tensor_parallel {} must be an integer from 1 to {}", source, tp.dump(),
+                                kMaxTensorParallel));
+  p.tensor_parallel = tp.get<int>();
   p.repetitions = j.value("repetitions", 0);
   p.machine = j.value("machine", "");
   if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].size() < 3)
@@ -114,6 +119,7 @@ nlohmann::json profile_json(const ModelProfile& p) {
           {"model", p.model},
           {"config", p.config},
           {"micro_batch_size", p.micro_batch_size},
+          {"tensor_parallel", p.tensor_parallel},
           {"repetitions", p.repetitions},
           {"machine", p.machine},
           {"layers", layers},

@@ -18,6 +18,9 @@
 
 namespace rrfp {
 
+// The most members of a tensor-parallel group a profile or plan may name.
+inline constexpr int kMaxTensorParallel = 1024;
+
 struct PassStats {
   double mean_s = 0, std_s = 0;
 };
@@ -34,6 +37,11 @@ struct ModelProfile {
   std::string model;             // gpt-tiny | mm-tiny
   nlohmann::json config;         // the model's sizes (rrfp train's identity "gpt", "enc_layers")
   int micro_batch_size = 1;
+  // Members of a tensor-parallel group a device was measured as (`rrfp
+  // profile --tensor-parallel T`): pass times are a member's, collectives
+  // included, and weight bytes a member's shard; activation bytes stay a
+  // whole device's, which no member exceeds (docs/tuner.md).
+  int tensor_parallel = 1;
   int repetitions = 0;
   std::string machine;           // BLAS and threads, as measured
   std::vector<LayerProfile> layers;  // first, blocks..., last

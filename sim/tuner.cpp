@@ -384,6 +384,7 @@ Plan tune_pipeline(const ModelProfile& prof, const TuneOptions& options) {
   p.config = prof.config;
   p.micro_batch_size = prof.micro_batch_size;
   p.profile = prof.source;
+  p.tensor_parallel = prof.tensor_parallel;
   p.devices = o.devices;
   p.microbatches = o.microbatches;
   p.counts = best.counts;

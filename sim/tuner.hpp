@@ -62,6 +62,15 @@ Plan tune_pipeline(const ModelProfile& profile, const TuneOptions& opt);
 // when no degree fits (naming why each did not).
 Plan tune(const ModelProfile& profile, const TuneOptions& opt);
 
+// The tensor-parallel degree as a fifth choice
+// (sim/tune_tensor_parallel.cpp): one profile of the same model per degree
+// T (`rrfp profile --tensor-parallel T`), each searched by tune() on
+// opt.devices / T groups with the data-parallel degrees that divide them;
+// the shortest predicted step wins. Throws SpecError when the profiles are
+// of different models or repeat a degree, when a degree does not divide
+// the devices, or when no profile fits (naming why each did not).
+Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions& opt);
+
 // Every degree that divides both the devices and the microbatches
 // (`rrfp tune --data-parallel auto`).
 std::vector<int> data_parallel_degrees(int devices, int microbatches);

@@ -14,6 +14,7 @@
 #include "train/mm_model.hpp"
 #include "train/pipeline.hpp"
 #include "train/seq_lengths.hpp"
+#include "train/tp_model.hpp"
 #include "train/trainer_io.hpp"
 
 namespace rrfp::train {
@@ -78,7 +79,8 @@ void measure_on_workers(const ProfileOptions& po, TrainOptions o, const std::vec
       }
     }
     if (progress && step > 0 && (step % 5 == 0 || step == po.repetitions))
-      progress(fmt::format("profile {}/{} steps (split and fused backward) on {} workers", step, po.repetitions, D));
+      progress(fmt::format("profile {}/{} steps (split and fused backward) on {} device{}{}", step, po.repetitions, D,
+                           D > 1 ? "s" : "", o.tensor_parallel > 1 ? fmt::format(" of {} workers", o.tensor_parallel) : ""));
   }
   for (auto& r : runs) r->finish();
   StarpuSession::close_reused();
@@ -97,6 +99,10 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   if (po.executor == "starpu" && (po.devices < 1 || po.microbatches < 1))
     throw SpecError("rrfp profile: --devices and --microbatches must be at least 1");
   if (o.seq_len_dist != "fixed") throw SpecError("rrfp profile measures full-length sequences: drop --seq-len-dist");
+  const int T = o.tensor_parallel;
+  if (T > 1 && po.executor != "starpu")
+    throw SpecError("rrfp profile --tensor-parallel needs --executor starpu: a member's passes meet its group's "
+                    "all-reduces, which only concurrent workers run");
   one_intra_op_thread();
   const bool mm = o.model == "mm-tiny";
   std::unique_ptr<Model> model;
@@ -174,6 +180,17 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   p.machine = plain ? fmt::format("plain: one pass at a time on one thread; {}", blas_in_use().describe())
                     : fmt::format("starpu: {} CPU workers, {} microbatches a step; {}, one thread per worker",
                                   po.devices, po.microbatches, blas_in_use().describe());
+  p.tensor_parallel = T;
+  if (T > 1) p.machine += fmt::format("; every device a tensor-parallel group of {} workers", T);
+  // A member holds its shard of each layer (member 0's: the shards are
+  // equal where the widths divide, which the model requires).
+  std::unique_ptr<GptTpShard> shard;
+  std::unique_ptr<Pipeline> member;
+  if (T > 1) {
+    shard = std::make_unique<GptTpShard>(static_cast<const GptModel&>(*model), T, 0);
+    member = std::make_unique<Pipeline>(*shard, S, 1, false, counts);
+  }
+  const Pipeline& held = member ? *member : pipe;
   double msg_bytes = 4;
   for (auto d : msg) msg_bytes *= static_cast<double>(d);
   for (int s = 0; s < S; ++s) {
@@ -184,7 +201,7 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
     l.w = w[s].stats();
     l.bw = bw[s].stats();
     l.activation_bytes = act[s];
-    for (const auto& np : pipe.stage(s).params()) l.weight_bytes += static_cast<double>(np.t.numel()) * 4;
+    for (const auto& np : held.stage(s).params()) l.weight_bytes += static_cast<double>(np.t.numel()) * 4;
     p.layers.push_back(std::move(l));
     if (s + 1 < S) p.message_bytes.push_back(msg_bytes);
   }

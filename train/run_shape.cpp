@@ -31,6 +31,7 @@ ResolvedRun resolve_plan(TrainOptions o) {
   o.stages = plan.devices;
   o.microbatches = plan.microbatches;
   o.data_parallel = plan_replicas(plan, o.data_parallel);  // replicated() then runs the plan's replicas
+  o.tensor_parallel = plan_members(plan, o.tensor_parallel);  // each of the plan's devices a group of these
   if (o.batch_size > 0 && o.batch_size % microbatches_of_step(o) != 0)
     throw SpecError(fmt::format("--batch-size {} cannot be divided into plan '{}''s {} microbatches{} of equal size",
                                 o.batch_size, o.plan_path, o.microbatches,
