@@ -99,10 +99,13 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
                                     "AdamW state), over the plan's memory limit of {:.2f} MiB",
                                     f.plan, d, e.memory[d] / 1048576, ob.memory_bytes / 1048576));
   const int replicas = h.devices() / p.devices;
-  fmt::print("plan {}: {}{} {} partition {}; mean step over {} seeds {:.3f} ms (predicted when tuned: {:.3f} ms)\n",
+  // A device of a tensor-parallel plan is a group: its profile timed a member.
+  fmt::print("plan {}: {}{} {} partition {}{}; mean step over {} seeds {:.3f} ms (predicted when tuned: {:.3f} ms)\n",
              f.plan, replicas > 1 ? fmt::format("{} replicas of ", replicas) : "", p.placement, p.schedule,
-             fmt::join(p.counts, ","), ob.seeds, e.step_s * 1e3,
-             p.predicted_step_s * 1e3);
+             fmt::join(p.counts, ","),
+             p.tensor_parallel > 1 ? fmt::format(", every device a group of {} tensor-parallel members", p.tensor_parallel)
+                                   : "",
+             ob.seeds, e.step_s * 1e3, p.predicted_step_s * 1e3);
 }
 
 // A plan fixes the hint, the stage costs, the link and the memory: only

@@ -62,8 +62,10 @@ Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions&
     say(fmt::format("tensor parallel {}: {} group{} of {} member{} ('{}')", T, one.devices, one.devices > 1 ? "s" : "",
                     T, T > 1 ? "s" : "", prof.source));
     if (!o.data_parallel.empty() && one.data_parallel.empty()) {
-      why.push_back(fmt::format("tensor parallel {}: no data-parallel degree of {} divides {} group{}", T,
-                                fmt::join(o.data_parallel, ","), one.devices, one.devices > 1 ? "s" : ""));
+      why.push_back(fmt::format("tensor parallel {}: no data-parallel degree of {} divides both its {} group{} and "
+                                "the {} microbatches",
+                                T, fmt::join(o.data_parallel, ","), one.devices, one.devices > 1 ? "s" : "",
+                                o.microbatches));
       say(why.back());
       continue;
     }

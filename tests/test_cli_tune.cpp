@@ -290,3 +290,50 @@ TEST(CliTune, DataParallelSearchWritesAPlanOfReplicas) {
   EXPECT_NE(bad.out.find("--data-parallel 2 must divide --devices 2 and --microbatches 3"), std::string::npos)
       << bad.out;
 }
+
+// `rrfp profile --tensor-parallel 2` times a member of a group; tune takes
+// it beside the whole-device profile, and a plan of groups runs as groups.
+TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
+  const std::string tp2 = tmp("cli_profile_tp2.json"), plan = tmp("cli_plan_tp2_tuned.json");
+  auto pr = run_cli("profile " + kModel + " --tensor-parallel 2 --devices 1 --repetitions 3 -o " + tp2);
+  ASSERT_EQ(pr.code, 0) << pr.out;
+  nlohmann::json member, whole;
+  std::ifstream(tp2) >> member;
+  std::ifstream(profile()) >> whole;
+  EXPECT_EQ(member["tensor_parallel"], 2);
+  EXPECT_EQ(whole["tensor_parallel"], 1);
+  // Block 2's MLP and attention are split, its norms copied: a member holds
+  // a little over half.
+  const double m = member["layers"][3]["weight_bytes"], w = whole["layers"][3]["weight_bytes"];
+  EXPECT_GT(m, 0.5 * w);
+  EXPECT_LT(m, 0.55 * w);
+  auto both = run_cli("tune --profile " + profile() + "," + tp2 + " --devices 2 --microbatches 4 -o " + plan);
+  ASSERT_EQ(both.code, 0) << both.out;
+  EXPECT_NE(both.out.find("tensor parallel 1: 2 groups of 1 member"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("tensor parallel 2: 1 group of 2 members"), std::string::npos) << both.out;
+  auto only = run_cli("tune --profile " + tp2 + " --devices 2 --microbatches 4 -o " + plan);
+  ASSERT_EQ(only.code, 0) << only.out;
+  EXPECT_NE(only.out.find("on 1 devices (groups of 2 tensor-parallel members)"), std::string::npos) << only.out;
+  const std::string out = tmp("cli_plan_tp2_train.json");
+  auto tr = run_cli("train " + kModel + " --plan " + plan + " --steps 2 --quiet --json " + out);
+  ASSERT_EQ(tr.code, 0) << tr.out;
+  nlohmann::json j;
+  std::ifstream(out) >> j;
+  EXPECT_EQ(j["tensor_parallel"], 2);
+  EXPECT_EQ(j["stages"], 1);
+  auto other = run_cli("train " + kModel + " --plan " + plan + " --steps 1 --tensor-parallel 4");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.out.find("was tuned for tensor-parallel groups of 2; --tensor-parallel 4 differs"),
+            std::string::npos)
+      << other.out;
+  auto s = run_cli("sim --plan " + plan);
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("every device a group of 2 tensor-parallel members"), std::string::npos) << s.out;
+  expect_mean_is_predicted(s.out);
+  auto plain = run_cli("profile " + kModel + " --executor plain --tensor-parallel 2 -o " + tmp("x.json"));
+  EXPECT_EQ(plain.code, 2);
+  EXPECT_NE(plain.out.find("--tensor-parallel applies to --executor starpu"), std::string::npos) << plain.out;
+  auto mm = run_cli("profile --model mm-tiny --tensor-parallel 2 --devices 1 -o " + tmp("x.json"));
+  EXPECT_EQ(mm.code, 2);
+  EXPECT_NE(mm.out.find("mm-tiny has no tensor-parallel blocks"), std::string::npos) << mm.out;
+}
