@@ -12,8 +12,12 @@
 #  3. With --data-parallel: 1 and 2 again with the pipeline x data-parallel
 #     split searched too (rrfp tune --data-parallel auto), at 2 devices
 #     really trained and, in simulation, on an infinite and a 10 Gbit/s link.
-# Usage: perf/tune_perf.sh [build dir] [rounds] [--data-parallel-only]  (that skips the
-# really trained cases of section 1)
+#  4. With the tensor-parallel degree searched too: gpt-tiny profiled on
+#     2 devices and on 1 group of 2 workers (rrfp profile --tensor-parallel
+#     2), tuned on both with --data-parallel auto and trained; then the
+#     group's plan alone, to check the prediction of a plan of groups.
+# Usage: perf/tune_perf.sh [build dir] [rounds] [--data-parallel-only | --tensor-parallel-only]
+# (--data-parallel-only skips section 1; --tensor-parallel-only runs section 4 alone)
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-12}
@@ -40,6 +44,21 @@ run_case() {  # name, model flags...
     -o "$OUT/$name.plan.json"
   "$AB" --plan "$OUT/$name.plan.json" "$@" --rounds "$ROUNDS" --quiet
 }
+
+if [ "$DP_ONLY" = --tensor-parallel-only ]; then
+  GPT=(--model gpt-tiny --layers 8 --mlp-widths 0,0,0,0,0,0,1024,1024)
+  echo "== 4. the tensor-parallel degree searched too: ${GPT[*]}"
+  "$R" profile "${GPT[@]}" --devices 2 --microbatches 8 -o "$OUT/tp1.json" | tail -n +2 | grep -v '^profile '
+  "$R" profile "${GPT[@]}" --devices 1 --tensor-parallel 2 --microbatches 8 -o "$OUT/tp2.json" | tail -n +2 |
+    grep -v '^profile '
+  for profiles in "$OUT/tp1.json,$OUT/tp2.json" "$OUT/tp2.json"; do
+    echo "-- rrfp tune --profile $(echo "$profiles" | sed "s|$OUT/||g") --data-parallel auto"
+    "$R" tune --profile "$profiles" --devices 2 --microbatches 8 --data-parallel auto -o "$OUT/tp.plan.json" |
+      grep -E '^(tensor parallel|plan:|predicted)'
+    "$AB" --plan "$OUT/tp.plan.json" --even-profile "$OUT/tp1.json" "${GPT[@]}" --rounds "$ROUNDS" --quiet
+  done
+  exit 0
+fi
 
 if [ "$DP_ONLY" != --data-parallel-only ]; then
 run_case gpt-hetero --model gpt-tiny --layers 8 --mlp-widths 0,0,0,0,0,0,1024,1024

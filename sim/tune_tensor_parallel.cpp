@@ -59,8 +59,9 @@ Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions&
     one.data_parallel.clear();
     for (const int D : o.data_parallel)  // the data-parallel degrees this many groups can take
       if (one.devices % D == 0 && o.microbatches % D == 0) one.data_parallel.push_back(D);
-    say(fmt::format("tensor parallel {}: {} group{} of {} member{} ('{}')", T, one.devices, one.devices > 1 ? "s" : "",
-                    T, T > 1 ? "s" : "", prof.source));
+    say(fmt::format("tensor parallel {}: {} {}{}{} ('{}')", T, one.devices,
+                    T > 1 ? "group" : "whole device", one.devices > 1 ? "s" : "",
+                    T > 1 ? fmt::format(" of {} members", T) : "", prof.source));
     if (!o.data_parallel.empty() && one.data_parallel.empty()) {
       why.push_back(fmt::format("tensor parallel {}: no data-parallel degree of {} divides both its {} group{} and "
                                 "the {} microbatches",

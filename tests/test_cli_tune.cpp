@@ -309,7 +309,7 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   EXPECT_LT(m, 0.55 * w);
   auto both = run_cli("tune --profile " + profile() + "," + tp2 + " --devices 2 --microbatches 4 -o " + plan);
   ASSERT_EQ(both.code, 0) << both.out;
-  EXPECT_NE(both.out.find("tensor parallel 1: 2 groups of 1 member"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("tensor parallel 1: 2 whole devices"), std::string::npos) << both.out;
   EXPECT_NE(both.out.find("tensor parallel 2: 1 group of 2 members"), std::string::npos) << both.out;
   auto only = run_cli("tune --profile " + tp2 + " --devices 2 --microbatches 4 -o " + plan);
   ASSERT_EQ(only.code, 0) << only.out;
