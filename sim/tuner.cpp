@@ -98,7 +98,8 @@ bool better(const Trial& a, const Trial& b) {
 // Between plans: better(), and on a predicted tie the one that holds less.
 // The simulator does not slow a pass down for the memory it keeps live, a
 // real machine does: on one device GPipe and 1F1B tie in simulation, and
-// GPipe's 4 microbatches of activations made it 1.2x slower (perf/RESULTS.md).
+// GPipe's 4 microbatches of activations made it 1.11-1.16x slower
+// (perf/RESULTS.md).
 bool preferred(const Trial& a, const Trial& b) {
   if (better(a, b)) return true;
   if (better(b, a)) return false;

@@ -143,8 +143,8 @@ TEST(TuneDataParallel, PlanFilesKeepTheDegreeAndRunsAdoptIt) {
 
 // On one device every schedule runs the same passes back to back, so they
 // tie in simulation; the plan must then be one that holds the fewest
-// activations (GPipe's all-forwards-first was 1.2x slower when really
-// trained, perf/RESULTS.md), not the first one tried.
+// activations (GPipe's all-forwards-first was 1.11-1.16x slower when
+// really trained, perf/RESULTS.md), not the first one tried.
 TEST(TuneDataParallel, ATieGoesToTheScheduleThatHoldsLess) {
   const ModelProfile prof = uniform_blocks(8, 1e5);
   TuneOptions o = four_devices({4});
