@@ -42,6 +42,7 @@ struct SimFlags {
   double latency_ms = 0, bandwidth_gbps = 0, message_mb = 0, act_mb = 1, weight_mb = 1;
   double update_ms = 0;  // each stage's optimizer update at the step's end (0: not charged)
   bool no_overlap = false, parallel_links = false;
+  std::string mirror_reduce = "overlap";  // as rrfp train's under mpirun
   std::string json, trace, picture;
 
   Scenario scenario() const {
@@ -59,6 +60,9 @@ struct SimFlags {
     sc.comm.message_bytes = message_mb * 1e6;
     sc.comm.overlap = !no_overlap;
     sc.comm.serialize_links = !parallel_links;
+    if (mirror_reduce != "overlap" && mirror_reduce != "after-graph")
+      throw SpecError(fmt::format("--mirror-reduce '{}': overlap or after-graph", mirror_reduce));
+    sc.comm.mirror_after_graph = mirror_reduce == "after-graph";
     if (act_mb < 0 || weight_mb < 0) throw SpecError("memory sizes must not be negative");
     if (!(update_ms >= 0) || std::isinf(update_ms))
       throw SpecError(fmt::format("--update-ms {} must be a finite number >= 0", update_ms));
@@ -74,6 +78,11 @@ void add_comm_flags(CLI::App* c, SimFlags& f) {
   c->add_option("--message-mb", f.message_mb, "activation/gradient message size (MB)");
   c->add_flag("--no-overlap", f.no_overlap, "the sender waits for its transfer (no compute/comm overlap)");
   c->add_flag("--parallel-links", f.parallel_links, "transfers on one link do not queue behind each other");
+  c->add_option("--mirror-reduce", f.mirror_reduce,
+                "stage copies' gradient reduction (Chimera, --data-parallel), as rrfp train's under mpirun: "
+                "overlap (each stage from its own last pass) or after-graph (after every pass, one stage after "
+                "another)")
+      ->capture_default_str();
 }
 
 // --plan: the plan's hint, stage costs, link and memory (rrfp tune), and
@@ -89,6 +98,7 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
   const Scenario base = f.scenario();
   ob.mode = base.mode;
   ob.inflight_slack = base.inflight_slack;
+  ob.mirror_after_graph = base.comm.mirror_after_graph;
   sc = cost_scenario(p.costs, ob, base.cost.seed);
   sc.memory_budget = enforced_budget(h, p.costs, ob);  // as `rrfp train --plan` enforces the plan's limit
   const StepEstimate e = estimate_step(h, p.costs, ob);
@@ -109,11 +119,12 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
 }
 
 // A plan fixes the hint, the stage costs, the link and the memory: only
-// the policy, the seed and the outputs remain to choose (as `rrfp train
+// the policy, the seed, how copies reduce and the outputs remain to choose (as `rrfp train
 // --plan` refuses the flags the plan decides).
 void refuse_what_the_plan_fixes(const CLI::App* c) {
-  static const std::set<std::string> free = {"plan", "policy", "inflight-slack", "seed",         "json",
-                                             "trace", "png",   "svg",            "update-ms", "data-parallel"};
+  static const std::set<std::string> free = {"plan",  "policy", "inflight-slack", "seed",          "json",
+                                             "trace", "png",    "svg",            "update-ms",     "data-parallel",
+                                             "mirror-reduce"};
   for (const CLI::Option* o : c->get_options())
     if (o->count() > 0 && !o->get_lnames().empty() && free.count(o->get_lnames().front()) == 0)
       throw SpecError(fmt::format("--plan fixes the schedule, the stage costs and the link: drop --{}",

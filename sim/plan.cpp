@@ -246,6 +246,7 @@ Scenario cost_scenario(const StageCosts& c, const Objective& o, std::uint64_t se
   sc.comm.latency_s = o.latency_s;
   if (o.bandwidth_Bps > 0) sc.comm.bandwidth_Bps = o.bandwidth_Bps;
   sc.comm.message_bytes = c.message_bytes;
+  sc.comm.mirror_after_graph = o.mirror_after_graph;
   sc.memory.activation_bytes = c.activation_bytes;
   sc.memory.weight_bytes = c.weight_bytes;
   sc.memory.release_at_w = true;  // as the trainer holds activations (MemoryModel)

@@ -84,6 +84,9 @@ struct Objective {
   int inflight_slack = 0;
   double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // 0 bandwidth: infinite
   int seeds = 5;
+  // Stage copies reduce after the whole graph (CommModel::mirror_after_graph;
+  // `rrfp sim --mirror-reduce after-graph`); the tuner predicts overlap.
+  bool mirror_after_graph = false;
   // Per device, enforced as a byte budget (sched/memory_budget.hpp): the
   // activations may take the limit less kStateCopies x the stages'
   // weights. 0: no limit.

@@ -57,6 +57,7 @@ nlohmann::json scenario_json(const Hint& hint, const Scenario& sc, const Scenari
           {"split_backward", sp.split_backward},
           {"seed", sc.cost.seed},
           {"variability", variability_label(sc.cost)},
+          {"mirror_reduce", sc.comm.mirror_after_graph ? "after-graph" : "overlap"},
           {"tasks", hint.graph->size()},
           {"complete", s.complete},
           {"makespan_s", s.makespan},

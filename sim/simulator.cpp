@@ -266,17 +266,25 @@ class Sim {
 
   // Stages held by several devices (Chimera's two directions, data-parallel
   // replicas) all-reduce their weight gradients once every copy has
-  // finished its passes.
+  // finished its passes; after the graph (CommModel::mirror_after_graph)
+  // once every task has, one stage after another as the trainer's blocking
+  // exchanges run them, each when its holders' previous one is done.
   void replica_allreduce() {
     const PipelineSpec& sp = g_.spec();
     if (sp.pipelines() < 2) return;
     const CommModel& c = o_.comm;
-    for (int s = 0; s < sp.stages; ++s) {
+    double graph_end = 0;
+    for (double e : r_.end) graph_end = std::max(graph_end, e);
+    std::vector<double> exchanged(h_.devices(), graph_end);  // after the graph: each holder's last exchange
+    for (int i = 0; i < sp.stages; ++i) {
+      const int s = c.mirror_after_graph ? sp.stages - 1 - i : i;  // the trainer's mirror order
       std::set<int> holders;
       for (int p = 0; p < sp.pipelines(); ++p) holders.insert(sp.placement[p][s]);
       if (holders.size() < 2) continue;
       double last = 0;
-      for (int m = 0; m < sp.microbatches; ++m)
+      if (c.mirror_after_graph)
+        for (int d : holders) last = std::max(last, exchanged[d]);
+      for (int m = 0; m < sp.microbatches && !c.mirror_after_graph; ++m)
         for (Kind k : {Kind::F, Kind::B, Kind::W, Kind::BW})
           if (int id = g_.find(k, s, m); id >= 0) last = std::max(last, r_.end[id]);
       // Two copies swap their sums (one latency, the bytes once); more
@@ -287,6 +295,7 @@ class Sim {
       double bytes = o_.memory.weight_bytes.empty() ? 1.0 : o_.memory.weight_bytes[s];
       double wire = std::isinf(c.bandwidth_Bps) ? 0 : share * bytes / c.bandwidth_Bps;
       double done = last + steps * c.latency_s + wire;
+      for (int d : holders) exchanged[d] = done;
       // The stage's last update applies the reduced gradients: after the
       // reduction, not beside it (run() charged its time already).
       if (o_.update_s > 0) done += o_.update_s;

@@ -25,6 +25,11 @@ struct CommModel {
   double message_bytes = 0;    // activation / gradient message size
   bool serialize_links = true;
   bool overlap = true;
+  // Stage copies' gradient reduction (replica_allreduce): false, each
+  // stage's from its own last pass (`rrfp train --mirror-reduce overlap`);
+  // true, after the whole graph, one stage after another, last stage first
+  // (`after-graph`: blocking exchanges once the step's graph has ended).
+  bool mirror_after_graph = false;
   // Extra delay for one transfer (e.g. the cost model's link jitter).
   std::function<double(int from_task, int to_task)> extra;
   void validate() const;

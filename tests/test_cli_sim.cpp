@@ -195,3 +195,25 @@ TEST(CliSim, DurationsFromADualpipevTrace) {
   EXPECT_EQ(s.code, 0) << s.out;
   EXPECT_NE(s.out.find("makespan"), std::string::npos) << s.out;
 }
+
+// --mirror-reduce after-graph: Chimera's copies reduce their gradients
+// after the graph, so over a slow link the step is longer than beside it.
+TEST(CliSim, MirrorReductionAfterTheGraph) {
+  const std::string args = "sim --hint chimera --stages 4 --microbatches 8 --weight-mb 50 --bandwidth-gbps 10";
+  double makespan[2];
+  for (int after : {0, 1}) {
+    const std::string out = tmp("mirror" + std::to_string(after) + ".json");
+    auto r = run_cli(args + " --mirror-reduce " + (after ? "after-graph" : "overlap") + " --json " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    nlohmann::json j;
+    std::ifstream(out) >> j;
+    EXPECT_EQ(j["mirror_reduce"], after ? "after-graph" : "overlap");
+    makespan[after] = j["makespan_s"].get<double>();
+  }
+  // 50 MB at 10 Gbit/s is 40 ms an exchange; after the graph two run one
+  // after another on each device.
+  EXPECT_GT(makespan[1], makespan[0] + 0.02);
+  auto bad = run_cli(args + " --mirror-reduce sometimes");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--mirror-reduce 'sometimes': overlap or after-graph"), std::string::npos) << bad.out;
+}

@@ -274,6 +274,8 @@ TEST(CliTune, DataParallelSearchWritesAPlanOfReplicas) {
   EXPECT_NE(s.out.find("devices=2 microbatches=4"), std::string::npos) << s.out;
   EXPECT_NE(s.out.find(": 2 replicas of "), std::string::npos) << s.out;
   expect_mean_is_predicted(s.out);  // the tuner predicted the replicas, all-reduce included
+  auto after = run_cli("sim --plan " + plan + " --mirror-reduce after-graph");  // how copies reduce: not the plan's
+  EXPECT_EQ(after.code, 0) << after.out;
   auto zero = run_cli("sim --plan " + plan + " --data-parallel 0");
   EXPECT_EQ(zero.code, 2);
   EXPECT_NE(zero.out.find("--data-parallel must be at least 1 replica, got 0"), std::string::npos) << zero.out;

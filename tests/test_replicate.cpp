@@ -105,3 +105,32 @@ TEST(Replicate, SimulatorChargesTheReplicasGradientReduction) {
   EXPECT_NEAR(run(h, 1e9) - run(base, 1e9), 0.1, 1e-9);
   EXPECT_NEAR(run(replicate(base, 4), 1e9) - run(base, 1e9), 0.15, 1e-9);
 }
+
+TEST(Replicate, AfterTheGraphCopiesReduceOnceEveryPassEndedOneStageAfterAnother) {
+  // rrfp train --mirror-reduce after-graph: no exchange starts before the
+  // graph's last pass; a device's exchanges run one after another.
+  auto run = [](const Hint& x, double bandwidth, bool after_graph) {
+    SimOptions o;
+    o.duration = [&x](int id) { return unit(x, id) * 1e-3; };
+    o.memory.weight_bytes.assign(x.spec().stages, 1e8);
+    o.comm.bandwidth_Bps = bandwidth;
+    o.comm.mirror_after_graph = after_graph;
+    const SimResult r = simulate(x, o);
+    EXPECT_TRUE(r.complete) << r.stuck;
+    return r.makespan;
+  };
+  // Chimera on 4 devices: stage s's copies are on devices s and 3 - s, so
+  // stages 3 and 2 reduce side by side (0.1 s each), then 1 and 0 on the
+  // same pairs of devices.
+  const Hint chimera = make_hint("chimera", {4, 8, 0, -1, 0});
+  const double graph = run(chimera, 1e30, false);
+  EXPECT_DOUBLE_EQ(run(chimera, 1e30, true), graph);
+  EXPECT_NEAR(run(chimera, 1e9, true), graph + 0.2, 1e-9);
+  const double beside = run(chimera, 1e9, false);  // each stage from its own last pass
+  EXPECT_LT(beside, graph + 0.2 - 1e-3);
+  EXPECT_GE(beside, graph + 0.1 - 1e-9);
+  // Two replicas of 2 stages: the copies' pairs share no device, both
+  // reduce at once after the graph.
+  const Hint dp = replicate(make_hint("1f1b", {2, 4, 0, -1, 0}), 2);
+  EXPECT_NEAR(run(dp, 1e9, true), run(dp, 1e30, true) + 0.1, 1e-9);
+}
