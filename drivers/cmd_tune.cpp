@@ -36,8 +36,8 @@ void add_tune_command(CLI::App& app) {
                 "data-parallel degrees to search, comma-separated, or 'auto' (every one dividing --devices and "
                 "--microbatches): D replicas of a --devices/D pipeline, --microbatches/D each; default 1");
   c->add_option("--memory-mb", *memory_mb,
-                "per device: activation peak + 4 x weights (weights, gradients, AdamW moments) may not exceed this "
-                "(MiB; 0 = no limit)");
+                "per device (a member, for a profile of tensor-parallel groups): activation peak + 4 x weights "
+                "(weights, gradients, AdamW moments) may not exceed this (MiB; 0 = no limit)");
   c->add_option("--latency-ms", *latency_ms, "per-message link latency (ms)");
   c->add_option("--bandwidth-gbps", *bandwidth, "link bandwidth (Gbit/s); 0 = infinite");
   c->add_option("--link-ms", o->objective.link_ms,
@@ -93,15 +93,18 @@ void add_tune_command(CLI::App& app) {
     const Plan p = tune_profiles(profiles, *o);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_plan(*out, p);
-    const std::string groups =
-        p.tensor_parallel > 1 ? fmt::format(" (groups of {} tensor-parallel members)", p.tensor_parallel) : "";
+    // Where a replica runs: devices, or groups of tensor-parallel members.
+    const std::string on =
+        p.tensor_parallel > 1
+            ? fmt::format("{} group{} of {} tensor-parallel members ({} devices)", p.devices, p.devices > 1 ? "s" : "",
+                          p.tensor_parallel, p.devices * p.tensor_parallel)
+            : fmt::format("{} device{}", p.devices, p.devices > 1 ? "s" : "");
     if (p.data_parallel > 1)
-      fmt::print("plan: {} replicas of {} {} partition {} on {} devices each{}, {} microbatches each\n",
-                 p.data_parallel, p.placement, p.schedule, fmt::join(p.counts, ","), p.devices, groups,
-                 p.microbatches);
+      fmt::print("plan: {} replicas of {} {} partition {} on {} each, {} microbatches each\n", p.data_parallel,
+                 p.placement, p.schedule, fmt::join(p.counts, ","), on, p.microbatches);
     else
-      fmt::print("plan: {} {} partition {} on {} devices{}, {} microbatches\n", p.placement, p.schedule,
-                 fmt::join(p.counts, ","), p.devices, groups, p.microbatches);
+      fmt::print("plan: {} {} partition {} on {}, {} microbatches\n", p.placement, p.schedule,
+                 fmt::join(p.counts, ","), on, p.microbatches);
     std::vector<std::string> mem;
     for (double m : p.memory_bytes) mem.push_back(fmt::format("{:.2f}", m / 1048576));
     fmt::print("predicted step {:.3f} ms under {}; memory per {} {} MiB{}\n", p.predicted_step_s * 1e3,

@@ -324,6 +324,12 @@ int plan_ratios(const Args& a) {
   if (prof.tensor_parallel != 1)
     throw SpecError(fmt::format("--even-profile '{}' measured tensor-parallel groups; the hints run whole devices",
                                 prof.source));
+  nlohmann::json planned = plan.config, profiled = prof.config;
+  canonical_gpt_json(planned), canonical_gpt_json(profiled);
+  if (prof.model != plan.model || profiled != planned || prof.micro_batch_size != plan.micro_batch_size)
+    throw SpecError(fmt::format("--even-profile '{}' is of {} {} (micro-batch size {}), the plan of {} {} ({})",
+                                prof.source, prof.model, prof.config.dump(), prof.micro_batch_size, plan.model,
+                                plan.config.dump(), plan.micro_batch_size));
   std::vector<Config> cfgs;
   TrainOptions base = base_options(a);
   // A plan of D data-parallel replicas of T-member groups against the
@@ -437,6 +443,7 @@ int main(int argc, char** argv) {
   setenv("STARPU_WORKERS_NOBIND", "1", 0);  // workers inherit the affinity set here
   setenv("STARPU_SILENT", "1", 0);
   try {
+    if (!a.even_profile.empty() && a.plan.empty()) throw SpecError("--even-profile goes with --plan");
     if (!a.plan.empty()) return plan_ratios(a);
     if (a.dp_vs_pp) return dp_ratios(a);
     return a.policies.empty() ? issue4_ratios(a) : policy_ratios(a);

@@ -35,6 +35,26 @@ PassStats parse_stats(const nlohmann::json& layer, const char* key, const std::s
           non_negative(layer[key], "std_s", w, kMaxTaskSeconds)};
 }
 
+// A profile of tensor-parallel groups must be of a model that splits into
+// them (train/tp_model.hpp): gpt-tiny, heads, width and MLP widths
+// divisible by T. Checked here so that a hand-edited file fails when read,
+// not at train time with a flag the user never gave.
+void check_splits(const ModelProfile& p) {
+  const int T = p.tensor_parallel;
+  if (T == 1) return;
+  if (p.model != "gpt-tiny")
+    throw SpecError(fmt::format("{}: tensor_parallel {}: {} has no tensor-parallel blocks", p.source, T, p.model));
+  for (const char* key : {"heads", "d_model"})
+    if (p.config.contains(key) && p.config[key].is_number_integer() && p.config[key].get<int>() % T != 0)
+      throw SpecError(fmt::format("{}: tensor_parallel {} does not divide the model's {} ({})", p.source, T, key,
+                                  p.config[key].get<int>()));
+  if (p.config.contains("mlp_widths") && p.config["mlp_widths"].is_array())
+    for (const auto& w : p.config["mlp_widths"])
+      if (w.is_number_integer() && w.get<int>() % T != 0)
+        throw SpecError(fmt::format("{}: tensor_parallel {} does not divide an MLP width ({})", p.source, T,
+                                    w.get<int>()));
+}
+
 ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object() || j.value("format", "") != "rrfp-profile")
     throw SpecError(fmt::format("'{}' is not an rrfp profile (write one with rrfp profile -o FILE)", source));
@@ -56,6 +76,9 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
     throw SpecError(fmt::format("{}: tensor_parallel {} must be an integer from 1 to {}", source, tp.dump(),
                                 kMaxTensorParallel));
   p.tensor_parallel = tp.get<int>();
+  p.executor = j.value("executor", "");
+  if (!p.executor.empty() && p.executor != "starpu" && p.executor != "plain")
+    throw SpecError(fmt::format("{}: executor '{}' (starpu or plain)", source, p.executor));
   p.repetitions = j.value("repetitions", 0);
   p.machine = j.value("machine", "");
   if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].size() < 3)
@@ -89,10 +112,20 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
   if (p.config.contains("layers") && p.config["layers"] != p.blocks())
     throw SpecError(fmt::format("{}: {} blocks listed, the model config says {}", source, p.blocks(),
                                 p.config["layers"].dump()));
+  check_splits(p);
   return p;
 }
 
 }  // namespace
+
+void canonical_gpt_json(nlohmann::json& gpt) {
+  if (!gpt.is_object() || !gpt.contains("mlp_widths") || !gpt["mlp_widths"].is_array() || !gpt.contains("d_model") ||
+      !gpt["d_model"].is_number_integer())
+    return;
+  for (const auto& w : gpt["mlp_widths"])
+    if (w != 4 * gpt["d_model"].get<int>()) return;
+  gpt.erase("mlp_widths");
+}
 
 ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
   try {
@@ -120,6 +153,7 @@ nlohmann::json profile_json(const ModelProfile& p) {
           {"config", p.config},
           {"micro_batch_size", p.micro_batch_size},
           {"tensor_parallel", p.tensor_parallel},
+          {"executor", p.executor},
           {"repetitions", p.repetitions},
           {"machine", p.machine},
           {"layers", layers},

@@ -42,6 +42,7 @@ struct ModelProfile {
   // included, and weight bytes a member's shard; activation bytes stay a
   // whole device's, which no member exceeds (docs/tuner.md).
   int tensor_parallel = 1;
+  std::string executor;          // starpu | plain (empty: a profile written before it was recorded)
   int repetitions = 0;
   std::string machine;           // BLAS and threads, as measured
   std::vector<LayerProfile> layers;  // first, blocks..., last
@@ -55,6 +56,11 @@ ModelProfile read_profile(const std::string& path);
 ModelProfile parse_profile(const nlohmann::json& j, const std::string& source);
 nlohmann::json profile_json(const ModelProfile& p);
 void write_profile(const std::string& path, const ModelProfile& p);
+
+// Drops an `mlp_widths` that lists only the default 4 x d_model, as
+// rrfp train writes the default model, so that files written with the
+// default widths spelled out (checkpoints, plans, profiles) still match.
+void canonical_gpt_json(nlohmann::json& gpt);
 
 // The even split `rrfp train` uses without a plan (train/config.hpp's
 // partition_blocks; mm-tiny's vision encoder alone on stage 0).

@@ -21,12 +21,19 @@ namespace {
 // Two profiles must describe the same model, sizes and micro-batch, at
 // different degrees.
 void check_pair(const ModelProfile& a, const ModelProfile& b) {
-  if (b.model != a.model || b.config != a.config || b.micro_batch_size != a.micro_batch_size ||
-      b.blocks() != a.blocks())
+  nlohmann::json ca = a.config, cb = b.config;
+  canonical_gpt_json(ca), canonical_gpt_json(cb);  // the default widths spelled out or not
+  if (b.model != a.model || ca != cb || b.micro_batch_size != a.micro_batch_size || b.blocks() != a.blocks())
     throw SpecError(fmt::format("--profile: '{}' is {} {} (micro-batch size {}), '{}' is {} {} (micro-batch size {}); "
                                 "tune profiles of one model, one per tensor-parallel degree",
                                 a.source, a.model, a.config.dump(), a.micro_batch_size, b.source, b.model,
                                 b.config.dump(), b.micro_batch_size));
+  // One pass at a time on an idle thread is 25-40% faster than a pass
+  // among busy workers (docs/tuner.md): such degrees are not comparable.
+  if (!a.executor.empty() && !b.executor.empty() && a.executor != b.executor)
+    throw SpecError(fmt::format("--profile: '{}' was measured with --executor {}, '{}' with --executor {}; profile "
+                                "every degree the same way",
+                                a.source, a.executor, b.source, b.executor));
   if (b.tensor_parallel == a.tensor_parallel)
     throw SpecError(fmt::format("--profile: '{}' and '{}' both measured tensor-parallel groups of {}; give one "
                                 "profile per degree",
@@ -41,6 +48,11 @@ Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions&
   check_tune_options(o);  // once: what fails below is a degree that does not fit
   for (size_t i = 0; i < profiles.size(); ++i)
     for (size_t k = 0; k < i; ++k) check_pair(profiles[k], profiles[i]);
+  for (const int D : o.data_parallel)  // as tune() refuses them, before any degree is searched
+    if (D < 1 || D > kMaxPlanReplicas || o.devices % D != 0 || o.microbatches % D != 0)
+      throw SpecError(fmt::format("--data-parallel {} must be from 1 to {} and divide --devices {} and "
+                                  "--microbatches {} (each replica takes an equal share of both)",
+                                  D, kMaxPlanReplicas, o.devices, o.microbatches));
   for (const ModelProfile& p : profiles)
     if (o.devices % p.tensor_parallel != 0)
       throw SpecError(fmt::format("--devices {}: profile '{}' measured tensor-parallel groups of {}, which must "
@@ -57,16 +69,18 @@ Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions&
     TuneOptions one = o;
     one.devices = o.devices / T;
     one.data_parallel.clear();
+    std::vector<int> dropped;
     for (const int D : o.data_parallel)  // the data-parallel degrees this many groups can take
-      if (one.devices % D == 0 && o.microbatches % D == 0) one.data_parallel.push_back(D);
+      (one.devices % D == 0 ? one.data_parallel : dropped).push_back(D);
     say(fmt::format("tensor parallel {}: {} {}{}{} ('{}')", T, one.devices,
                     T > 1 ? "group" : "whole device", one.devices > 1 ? "s" : "",
                     T > 1 ? fmt::format(" of {} members", T) : "", prof.source));
+    if (!dropped.empty())
+      say(fmt::format("tensor parallel {}: data parallel {} left out: {} group{} cannot be split so", T,
+                      fmt::join(dropped, ","), one.devices, one.devices > 1 ? "s" : ""));
     if (!o.data_parallel.empty() && one.data_parallel.empty()) {
-      why.push_back(fmt::format("tensor parallel {}: no data-parallel degree of {} divides both its {} group{} and "
-                                "the {} microbatches",
-                                T, fmt::join(o.data_parallel, ","), one.devices, one.devices > 1 ? "s" : "",
-                                o.microbatches));
+      why.push_back(fmt::format("tensor parallel {}: no data-parallel degree of {} divides its {} group{}", T,
+                                fmt::join(o.data_parallel, ","), one.devices, one.devices > 1 ? "s" : ""));
       say(why.back());
       continue;
     }

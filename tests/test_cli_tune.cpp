@@ -313,9 +313,14 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   ASSERT_EQ(both.code, 0) << both.out;
   EXPECT_NE(both.out.find("tensor parallel 1: 2 whole devices"), std::string::npos) << both.out;
   EXPECT_NE(both.out.find("tensor parallel 2: 1 group of 2 members"), std::string::npos) << both.out;
+  nlohmann::json picked;
+  std::ifstream(plan) >> picked;  // the degree written is the profile's it was tuned on
+  EXPECT_EQ(picked["profile"], picked["tensor_parallel"] == 2 ? tp2 : profile());
+  EXPECT_EQ(picked["executor"], nullptr);
+  EXPECT_EQ(member["executor"], "starpu");
   auto only = run_cli("tune --profile " + tp2 + " --devices 2 --microbatches 4 -o " + plan);
   ASSERT_EQ(only.code, 0) << only.out;
-  EXPECT_NE(only.out.find("on 1 devices (groups of 2 tensor-parallel members)"), std::string::npos) << only.out;
+  EXPECT_NE(only.out.find("on 1 group of 2 tensor-parallel members (2 devices)"), std::string::npos) << only.out;
   const std::string out = tmp("cli_plan_tp2_train.json");
   auto tr = run_cli("train " + kModel + " --plan " + plan + " --steps 2 --quiet --json " + out);
   ASSERT_EQ(tr.code, 0) << tr.out;

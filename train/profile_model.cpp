@@ -178,10 +178,13 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   p.micro_batch_size = b;
   p.repetitions = po.repetitions;
   p.machine = plain ? fmt::format("plain: one pass at a time on one thread; {}", blas_in_use().describe())
-                    : fmt::format("starpu: {} CPU workers, {} microbatches a step; {}, one thread per worker",
-                                  po.devices, po.microbatches, blas_in_use().describe());
+                    : fmt::format("starpu: {} CPU workers{}, {} microbatches a step; {}, one thread per worker",
+                                  po.devices * T,
+                                  T > 1 ? fmt::format(" ({} devices, each a tensor-parallel group of {})", po.devices, T)
+                                        : "",
+                                  po.microbatches, blas_in_use().describe());
   p.tensor_parallel = T;
-  if (T > 1) p.machine += fmt::format("; every device a tensor-parallel group of {} workers", T);
+  p.executor = po.executor;
   // A member holds its shard of each layer (member 0's: the shards are
   // equal where the widths divide, which the model requires).
   std::unique_ptr<GptTpShard> shard;

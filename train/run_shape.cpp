@@ -31,6 +31,10 @@ ResolvedRun resolve_plan(TrainOptions o) {
   o.stages = plan.devices;
   o.microbatches = plan.microbatches;
   o.data_parallel = plan_replicas(plan, o.data_parallel);  // replicated() then runs the plan's replicas
+  if (plan.tensor_parallel > 1 && o.executor != "starpu")  // named here: the user gave no --tensor-parallel
+    throw SpecError(fmt::format("plan '{}' runs every device as a tensor-parallel group of {}, which needs the StarPU "
+                                "executor (its members run concurrently), not --executor {}",
+                                o.plan_path, plan.tensor_parallel, o.executor));
   o.tensor_parallel = plan_members(plan, o.tensor_parallel);  // each of the plan's devices a group of these
   if (o.batch_size > 0 && o.batch_size % microbatches_of_step(o) != 0)
     throw SpecError(fmt::format("--batch-size {} cannot be divided into plan '{}''s {} microbatches{} of equal size",

@@ -119,15 +119,6 @@ nlohmann::json gpt_json(const GptConfig& c) {
   return j;
 }
 
-void canonical_gpt_json(nlohmann::json& gpt) {
-  if (!gpt.is_object() || !gpt.contains("mlp_widths") || !gpt["mlp_widths"].is_array() || !gpt.contains("d_model") ||
-      !gpt["d_model"].is_number_integer())
-    return;
-  for (const auto& w : gpt["mlp_widths"])
-    if (w != 4 * gpt["d_model"].get<int>()) return;
-  gpt.erase("mlp_widths");
-}
-
 CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t) {
   auto c = t.detach().to(torch::kCPU).contiguous();  // --cuda: the model lives on the GPU
   CkptTensor out{name, c.sizes().vec(), {}};

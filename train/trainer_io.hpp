@@ -17,6 +17,7 @@
 
 #include "runtime/fault_hook.hpp"
 #include "train/checkpoint.hpp"
+#include "sim/profile.hpp"
 #include "train/trainer.hpp"
 
 namespace rrfp::train {
@@ -24,10 +25,7 @@ namespace rrfp::train {
 // SpecError for options no run can have.
 void check_options(const TrainOptions& o);
 nlohmann::json gpt_json(const GptConfig& c);
-// Drops an `mlp_widths` that lists only the default 4 x d_model, as
-// gpt_json writes the default model, so that files written with the
-// default widths spelled out (checkpoints, plans) still match.
-void canonical_gpt_json(nlohmann::json& gpt);
+using rrfp::canonical_gpt_json;  // sim/profile.hpp
 CkptTensor to_ckpt(const std::string& name, const torch::Tensor& t);
 // Copies the checkpoint's tensor `name` into `t`; CheckpointError when it is missing or shaped otherwise.
 void from_ckpt(const Checkpoint& c, const std::string& name, torch::Tensor& t, const std::string& where);
