@@ -309,6 +309,11 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   const double m = member["layers"][3]["weight_bytes"], w = whole["layers"][3]["weight_bytes"];
   EXPECT_GT(m, 0.5 * w);
   EXPECT_LT(m, 0.55 * w);
+  // Its activations too: the heads' and the MLP's are split, the residual
+  // stream and the norms' are not.
+  const double ma = member["layers"][3]["activation_bytes"], wa = whole["layers"][3]["activation_bytes"];
+  EXPECT_GT(ma, 0.5 * wa);
+  EXPECT_LT(ma, 0.8 * wa);
   auto both = run_cli("tune --profile " + profile() + "," + tp2 + " --devices 2 --microbatches 4 -o " + plan);
   ASSERT_EQ(both.code, 0) << both.out;
   EXPECT_NE(both.out.find("tensor parallel 1: 2 whole devices"), std::string::npos) << both.out;
@@ -320,6 +325,13 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   EXPECT_EQ(member["executor"], "starpu");
   auto only = run_cli("tune --profile " + tp2 + " --devices 2 --microbatches 4 -o " + plan);
   ASSERT_EQ(only.code, 0) << only.out;
+  nlohmann::json limited;
+  std::ifstream(plan) >> limited;  // under a limit per member just above what it needs
+  only = run_cli("tune --profile " + tp2 + " --devices 2 --microbatches 4 --memory-mb " +
+                 just_above_its_memory(limited) + " -o " + plan);
+  ASSERT_EQ(only.code, 0) << only.out;
+  std::ifstream(plan) >> limited;
+  ASSERT_GT(limited["memory_limit_bytes"].get<double>(), 0);
   EXPECT_NE(only.out.find("on 1 group of 2 tensor-parallel members (2 devices)"), std::string::npos) << only.out;
   const std::string out = tmp("cli_plan_tp2_train.json");
   auto tr = run_cli("train " + kModel + " --plan " + plan + " --steps 2 --quiet --json " + out);
@@ -328,6 +340,9 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   std::ifstream(out) >> j;
   EXPECT_EQ(j["tensor_parallel"], 2);
   EXPECT_EQ(j["stages"], 1);
+  for (const auto& st : j["steps"])  // each member within the plan's limit
+    for (double peak : st["peak_activation_bytes_per_device"])
+      EXPECT_LE(peak, limited["memory_limit_bytes"].get<double>());
   auto other = run_cli("train " + kModel + " --plan " + plan + " --steps 1 --tensor-parallel 4");
   EXPECT_EQ(other.code, 2);
   EXPECT_NE(other.out.find("was tuned for tensor-parallel groups of 2; --tensor-parallel 4 differs"),

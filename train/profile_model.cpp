@@ -5,10 +5,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <memory>
+#include <thread>
 
 #include "hints/gen_greedy.hpp"
 #include "runtime/session.hpp"
+#include "runtime/tp_comm.hpp"
 #include "train/blas.hpp"
 #include "train/data.hpp"
 #include "train/mm_model.hpp"
@@ -84,6 +87,42 @@ void measure_on_workers(const ProfileOptions& po, TrainOptions o, const std::vec
   }
   for (auto& r : runs) r->finish();
   StarpuSession::close_reused();
+}
+
+// Per layer, the activation bytes member 0 of a T-way group holds for one
+// microbatch at the end of its forward: the members' forwards run on T
+// threads that meet in their all-reduces (LocalTpComm), as a group's
+// workers do in training.
+std::vector<double> member_activations(const GptModel& full, int T, const std::vector<int>& counts,
+                                       const std::vector<std::int64_t>& msg, const std::vector<Microbatch>& mbs) {
+  const int S = static_cast<int>(counts.size());
+  LocalTpComm comm(1, T);
+  std::vector<std::unique_ptr<GptTpShard>> shards;
+  std::vector<std::unique_ptr<Pipeline>> pipes;
+  for (int t = 0; t < T; ++t) {
+    shards.push_back(std::make_unique<GptTpShard>(full, T, t));
+    pipes.push_back(std::make_unique<Pipeline>(*shards.back(), S, 1, false, counts));
+    pipes.back()->set_message_shape(msg);
+  }
+  std::vector<std::exception_ptr> failed(T);
+  std::vector<std::thread> members;
+  for (int t = 0; t < T; ++t)
+    members.emplace_back([&, t] {
+      try {
+        pipes[t]->begin_step(mbs);
+        for (int s = 0; s < S; ++s) {
+          TpTaskScope scope(&comm, 0, t, s);  // the layer's forward is the collective's task
+          pipes[t]->forward(s, 0);
+        }
+      } catch (...) {
+        failed[t] = std::current_exception();
+      }
+    });
+  for (auto& m : members) m.join();
+  for (auto& e : failed)
+    if (e) std::rethrow_exception(e);
+  const auto peaks = pipes[0]->peak_activation_bytes();
+  return {peaks.begin(), peaks.end()};
 }
 
 }  // namespace
@@ -170,6 +209,7 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
       progress(fmt::format("profile {}/{} repetitions", rep, po.repetitions));
   }
   if (!plain) measure_on_workers(po, o, counts, f, bi, w, bw, progress);
+  if (T > 1) act = member_activations(static_cast<const GptModel&>(*model), T, counts, msg, batch());
 
   ModelProfile p;
   p.model = o.model;
