@@ -111,6 +111,34 @@ TEST(TrainPartition, ProfileMeasuresEveryLayer) {
                                       {"seq_len", 16}, {"mlp_widths", {0, 0, 256}}}));
 }
 
+// A profile of tensor-parallel groups: a member's passes (their
+// all-reduces included), its shard of the weights and its activations,
+// measured with the members on threads of their own (TSan runs this).
+TEST(TrainPartition, ProfileOfTensorParallelGroupsIsAMembers) {
+  ProfileOptions po;
+  po.model = hetero(3, {0, 0, 256});
+  po.repetitions = 2;
+  po.devices = 1;
+  const ModelProfile whole = profile_model(po);
+  po.model.tensor_parallel = 2;
+  const ModelProfile member = profile_model(po);
+  EXPECT_EQ(whole.tensor_parallel, 1);
+  EXPECT_EQ(member.tensor_parallel, 2);
+  EXPECT_EQ(member.executor, "starpu");
+  EXPECT_EQ(member.config, whole.config);
+  for (int l : {1, 3}) {  // an attention-only block and the wide one
+    EXPECT_GT(member.layers[l].f.mean_s, 0);
+    EXPECT_LT(member.layers[l].weight_bytes, 0.6 * whole.layers[l].weight_bytes) << l;
+    EXPECT_LT(member.layers[l].activation_bytes, 0.8 * whole.layers[l].activation_bytes) << l;
+    EXPECT_GT(member.layers[l].activation_bytes, 0.4 * whole.layers[l].activation_bytes) << l;
+  }
+  // The embedding and the head are copies on every member.
+  EXPECT_EQ(member.layers[0].weight_bytes, whole.layers[0].weight_bytes);
+  EXPECT_EQ(member.layers[4].weight_bytes, whole.layers[4].weight_bytes);
+  po.executor = "plain";
+  EXPECT_THROW((void)profile_model(po), SpecError);
+}
+
 namespace {
 
 // Tunes under a limit just below what the unconstrained plan needs (or at
