@@ -113,14 +113,15 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
   fmt::print("plan {}: {}{} {} partition {}{}; mean step over {} seeds {:.3f} ms (predicted when tuned: {:.3f} ms)\n",
              f.plan, replicas > 1 ? fmt::format("{} replicas of ", replicas) : "", p.placement, p.schedule,
              fmt::join(p.counts, ","),
-             p.tensor_parallel > 1 ? fmt::format(", every device a group of {} tensor-parallel members", p.tensor_parallel)
-                                   : "",
+             p.tensor_parallel > 1
+                 ? fmt::format(", every device a group of {} tensor-parallel members", p.tensor_parallel)
+                 : "",
              ob.seeds, e.step_s * 1e3, p.predicted_step_s * 1e3);
 }
 
 // A plan fixes the hint, the stage costs, the link and the memory: only
-// the policy, the seed, how copies reduce and the outputs remain to choose (as `rrfp train
-// --plan` refuses the flags the plan decides).
+// the policy, the seed, how copies reduce and the outputs remain to
+// choose (as `rrfp train --plan` refuses the flags the plan decides).
 void refuse_what_the_plan_fixes(const CLI::App* c) {
   static const std::set<std::string> free = {"plan",  "policy", "inflight-slack", "seed",          "json",
                                              "trace", "png",    "svg",            "update-ms",     "data-parallel",

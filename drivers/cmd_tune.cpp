@@ -28,8 +28,9 @@ void add_tune_command(CLI::App& app) {
                 "the model's profile (rrfp profile -o FILE); comma-separated, one per tensor-parallel degree "
                 "(rrfp profile --tensor-parallel T), to search that degree too")
       ->required();
-  c->add_option("--devices", o->devices, "devices (workers) in all: split into replicas by --data-parallel and into groups by a profile's "
-                                          "tensor-parallel degree")
+  c->add_option("--devices", o->devices,
+                "devices (workers) in all: split into replicas by --data-parallel and into groups by a profile's "
+                "tensor-parallel degree")
       ->capture_default_str();
   c->add_option("--microbatches", o->microbatches, "microbatches per step (all replicas')")->capture_default_str();
   c->add_option("--data-parallel", *data_parallel,

@@ -38,9 +38,8 @@ struct ModelProfile {
   nlohmann::json config;         // the model's sizes (rrfp train's identity "gpt", "enc_layers")
   int micro_batch_size = 1;
   // Members of a tensor-parallel group a device was measured as (`rrfp
-  // profile --tensor-parallel T`): pass times are a member's, collectives
-  // included, and weight bytes a member's shard; activation bytes stay a
-  // whole device's, which no member exceeds (docs/tuner.md).
+  // profile --tensor-parallel T`): pass times, collectives included,
+  // weight and activation bytes are a member's (docs/tuner.md).
   int tensor_parallel = 1;
   std::string executor;          // starpu | plain (empty: a profile written before it was recorded)
   int repetitions = 0;

@@ -79,7 +79,8 @@ TEST(TuneTensorParallel, DataParallelDegreesAreThoseTheGroupsDivide) {
   EXPECT_EQ(both.tensor_parallel, 1);
   EXPECT_EQ(both.data_parallel, 4);
   bool said = false;
-  for (const std::string& line : log) said = said || line.find("data parallel 4 left out: 2 groups cannot be split so") != line.npos;
+  for (const std::string& line : log)
+    said = said || line.find("data parallel 4 left out: 2 groups cannot be split so") != line.npos;
   EXPECT_TRUE(said);
 }
 
@@ -130,7 +131,8 @@ TEST(TuneTensorParallel, FilesKeepTheDegreeAndRunsAdoptIt) {
   EXPECT_EQ(parse_profile(pj, "p").tensor_parallel, 2);
   pj.erase("tensor_parallel");
   EXPECT_EQ(parse_profile(pj, "p").tensor_parallel, 1);
-  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(2.5), nlohmann::json("2"), nlohmann::json(4096)}) {
+  for (const nlohmann::json& bad :
+       {nlohmann::json(0), nlohmann::json(2.5), nlohmann::json("2"), nlohmann::json(4096)}) {
     pj["tensor_parallel"] = bad;
     EXPECT_THROW((void)parse_profile(pj, "p"), SpecError) << bad.dump();
   }

@@ -83,7 +83,8 @@ void measure_on_workers(const ProfileOptions& po, TrainOptions o, const std::vec
     }
     if (progress && step > 0 && (step % 5 == 0 || step == po.repetitions))
       progress(fmt::format("profile {}/{} steps (split and fused backward) on {} device{}{}", step, po.repetitions, D,
-                           D > 1 ? "s" : "", o.tensor_parallel > 1 ? fmt::format(" of {} workers", o.tensor_parallel) : ""));
+                           D > 1 ? "s" : "",
+                           o.tensor_parallel > 1 ? fmt::format(" of {} workers", o.tensor_parallel) : ""));
   }
   for (auto& r : runs) r->finish();
   StarpuSession::close_reused();
@@ -220,7 +221,8 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   p.machine = plain ? fmt::format("plain: one pass at a time on one thread; {}", blas_in_use().describe())
                     : fmt::format("starpu: {} CPU workers{}, {} microbatches a step; {}, one thread per worker",
                                   po.devices * T,
-                                  T > 1 ? fmt::format(" ({} devices, each a tensor-parallel group of {})", po.devices, T)
+                                  T > 1 ? fmt::format(" ({} devices, each a tensor-parallel group of {})",
+                                                      po.devices, T)
                                         : "",
                                   po.microbatches, blas_in_use().describe());
   p.tensor_parallel = T;
