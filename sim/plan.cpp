@@ -331,24 +331,30 @@ StepEstimate estimate_step(const Hint& h, const StageCosts& c, const Objective& 
   return e;
 }
 
+namespace {
+
+// A degree the plan was tuned for, under a flag whose default 1 means "the
+// plan's": the plan's, or the flag's where the plan has none above 1.
+// `unit` names one of what the flag counts, `tuned` the plan's degree.
+int adopt_degree(const Plan& p, int planned, int requested, const char* flag, const char* unit,
+                 const std::string& tuned) {
+  if (requested < 1) throw SpecError(fmt::format("{} must be at least 1 {}, got {}", flag, unit, requested));
+  if (requested == 1 || requested == planned) return planned;
+  if (planned == 1) return requested;
+  throw SpecError(fmt::format("plan '{}' was tuned for {}; {} {} differs (drop it to run the plan's)", p.source, tuned,
+                              flag, requested));
+}
+
+}  // namespace
+
 int plan_replicas(const Plan& p, int requested) {
-  if (requested < 1)
-    throw SpecError(fmt::format("--data-parallel must be at least 1 replica, got {}", requested));
-  if (requested == 1 || requested == p.data_parallel) return p.data_parallel;
-  if (p.data_parallel == 1) return requested;
-  throw SpecError(fmt::format("plan '{}' was tuned for {} data-parallel replicas; --data-parallel {} differs (drop it "
-                              "to run the plan's)",
-                              p.source, p.data_parallel, requested));
+  return adopt_degree(p, p.data_parallel, requested, "--data-parallel", "replica",
+                      fmt::format("{} data-parallel replicas", p.data_parallel));
 }
 
 int plan_members(const Plan& p, int requested) {
-  if (requested < 1)
-    throw SpecError(fmt::format("--tensor-parallel must be at least 1 member, got {}", requested));
-  if (requested == 1 || requested == p.tensor_parallel) return p.tensor_parallel;
-  if (p.tensor_parallel == 1) return requested;
-  throw SpecError(fmt::format("plan '{}' was tuned for tensor-parallel groups of {}; --tensor-parallel {} differs "
-                              "(drop it to run the plan's)",
-                              p.source, p.tensor_parallel, requested));
+  return adopt_degree(p, p.tensor_parallel, requested, "--tensor-parallel", "member",
+                      fmt::format("tensor-parallel groups of {}", p.tensor_parallel));
 }
 
 Objective plan_objective(const Plan& p) {
