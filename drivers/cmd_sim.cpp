@@ -42,7 +42,7 @@ struct SimFlags {
   double latency_ms = 0, bandwidth_gbps = 0, message_mb = 0, act_mb = 1, weight_mb = 1;
   double update_ms = 0;  // each stage's optimizer update at the step's end (0: not charged)
   bool no_overlap = false, parallel_links = false;
-  std::string mirror_reduce = "overlap";  // as rrfp train's under mpirun
+  std::string mirror_reduce;  // as rrfp train's under mpirun; "" = overlap, or a plan's own
   std::string json, trace, picture;
 
   Scenario scenario() const {
@@ -60,7 +60,7 @@ struct SimFlags {
     sc.comm.message_bytes = message_mb * 1e6;
     sc.comm.overlap = !no_overlap;
     sc.comm.serialize_links = !parallel_links;
-    if (mirror_reduce != "overlap" && mirror_reduce != "after-graph")
+    if (!mirror_reduce.empty() && mirror_reduce != "overlap" && mirror_reduce != "after-graph")
       throw SpecError(fmt::format("--mirror-reduce '{}': overlap or after-graph", mirror_reduce));
     sc.comm.mirror_after_graph = mirror_reduce == "after-graph";
     if (act_mb < 0 || weight_mb < 0) throw SpecError("memory sizes must not be negative");
@@ -81,8 +81,7 @@ void add_comm_flags(CLI::App* c, SimFlags& f) {
   c->add_option("--mirror-reduce", f.mirror_reduce,
                 "stage copies' gradient reduction (Chimera, --data-parallel), as rrfp train's under mpirun: "
                 "overlap (each stage from its own last pass) or after-graph (after every pass, one stage after "
-                "another)")
-      ->capture_default_str();
+                "another); default overlap, or a plan's own");
 }
 
 // --plan: the plan's hint, stage costs, link and memory (rrfp tune), and
@@ -98,7 +97,7 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
   const Scenario base = f.scenario();
   ob.mode = base.mode;
   ob.inflight_slack = base.inflight_slack;
-  ob.mirror_after_graph = base.comm.mirror_after_graph;
+  if (!f.mirror_reduce.empty()) ob.mirror_after_graph = base.comm.mirror_after_graph;  // else the plan's
   sc = cost_scenario(p.costs, ob, base.cost.seed);
   sc.memory_budget = enforced_budget(h, p.costs, ob);  // as `rrfp train --plan` enforces the plan's limit
   const StepEstimate e = estimate_step(h, p.costs, ob);

@@ -22,6 +22,7 @@ void add_tune_command(CLI::App& app) {
   auto bandwidth = std::make_shared<double>(0);
   auto quiet = std::make_shared<bool>(false);
   auto data_parallel = std::make_shared<std::string>();
+  auto mirror_reduce = std::make_shared<std::string>("overlap");
   auto* c = app.add_subcommand("tune", "Co-optimise partition, placement and schedule of a profiled model on the "
                                        "simulator; write the plan");
   c->add_option("--profile", *profile,
@@ -43,6 +44,10 @@ void add_tune_command(CLI::App& app) {
   c->add_option("--bandwidth-gbps", *bandwidth, "link bandwidth (Gbit/s); 0 = infinite");
   c->add_option("--link-ms", o->objective.link_ms,
                 "extra delay of every message between devices (ms), as rrfp train --link-ms");
+  c->add_option("--mirror-reduce", *mirror_reduce,
+                "how stage copies (replicas, Chimera's directions) reduce, as rrfp train under mpirun: overlap (each "
+                "stage from its own last pass) or after-graph (after every pass, one stage after another)")
+      ->capture_default_str();
   c->add_option("--policy", *policy, "the policy the plan is simulated under: rrfp-wait, rrfp or rrfp-fixed")
       ->capture_default_str();
   c->add_option("--inflight-slack", o->objective.inflight_slack, "extra in-flight microbatches, as the runtime's");
@@ -65,6 +70,9 @@ void add_tune_command(CLI::App& app) {
     o->objective.latency_s = *latency_ms * 1e-3;
     o->objective.bandwidth_Bps = *bandwidth * 1e9 / 8;
     o->objective.mode = parse_mode(*policy);
+    if (*mirror_reduce != "overlap" && *mirror_reduce != "after-graph")
+      throw SpecError(fmt::format("--mirror-reduce '{}': overlap or after-graph", *mirror_reduce));
+    o->objective.mirror_after_graph = *mirror_reduce == "after-graph";
     if (!placements->empty()) o->placements = split_list(*placements, "--placements");
     for (size_t i = 0; i < o->placements.size(); ++i)  // each placement once: a repeat would be searched twice
       for (size_t j = 0; j < i; ++j)

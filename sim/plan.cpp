@@ -98,6 +98,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"stages", costs_json(p.costs)},
           {"message_bytes", p.costs.message_bytes},
           {"link", {{"latency_s", p.latency_s}, {"bandwidth_Bps", p.bandwidth_Bps}, {"link_ms", p.link_ms}}},
+          {"mirror_reduce", p.mirror_after_graph ? "after-graph" : "overlap"},
           {"tried", p.tried}};
 }
 
@@ -187,6 +188,10 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   p.latency_s = number_in(link, "latency_s", 0.0, 0, kHuge, source);
   p.bandwidth_Bps = number_in(link, "bandwidth_Bps", 0.0, 0, kHuge, source);  // 0: infinite
   p.link_ms = number_in(link, "link_ms", 0.0, 0, kHuge, source);
+  const std::string mirror = j.value("mirror_reduce", "overlap");  // absent: plans before it, all overlap
+  if (mirror != "overlap" && mirror != "after-graph")
+    throw SpecError(fmt::format("{}: 'mirror_reduce' is '{}' (overlap or after-graph)", source, mirror));
+  p.mirror_after_graph = mirror == "after-graph";
   if (p.stage_device.size() != p.counts.size())
     throw SpecError(fmt::format("{}: 'stage_device' places {} stages, the partition has {}", source,
                                 p.stage_device.size(), p.counts.size()));
@@ -362,6 +367,7 @@ Objective plan_objective(const Plan& p) {
   o.mode = parse_mode(p.policy);
   o.inflight_slack = p.inflight_slack;
   o.latency_s = p.latency_s;
+  o.mirror_after_graph = p.mirror_after_graph;
   o.bandwidth_Bps = p.bandwidth_Bps;
   o.link_ms = p.link_ms;
   o.seeds = p.seeds;

@@ -44,6 +44,7 @@ struct Plan {
   std::vector<double> memory_bytes;   // per device: activation peak + kStateCopies x weights
   StageCosts costs;             // per model stage, what the prediction used
   double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // the link it was tuned for (0 bandwidth: infinite)
+  bool mirror_after_graph = false;  // stage copies reduced after the graph (`rrfp tune --mirror-reduce`)
   int seeds = 5;                // predicted_step_s: the mean over this many seeds of the stages' spread
   nlohmann::json tried = nlohmann::json::array();        // the tuner's log
 };
@@ -85,7 +86,7 @@ struct Objective {
   double latency_s = 0, bandwidth_Bps = 0, link_ms = 0;  // 0 bandwidth: infinite
   int seeds = 5;
   // Stage copies reduce after the whole graph (CommModel::mirror_after_graph;
-  // `rrfp sim --mirror-reduce after-graph`); the tuner predicts overlap.
+  // `--mirror-reduce after-graph` of rrfp sim and rrfp tune).
   bool mirror_after_graph = false;
   // Per device, enforced as a byte budget (sched/memory_budget.hpp): the
   // activations may take the limit less kStateCopies x the stages'

@@ -414,6 +414,7 @@ Plan tune_pipeline(const ModelProfile& prof, const TuneOptions& options) {
   p.latency_s = o.objective.latency_s;
   p.bandwidth_Bps = o.objective.bandwidth_Bps;
   p.link_ms = o.objective.link_ms;
+  p.mirror_after_graph = o.objective.mirror_after_graph;
   p.seeds = o.objective.seeds;
   p.tried = tried;
   return p;

@@ -276,6 +276,21 @@ TEST(CliTune, DataParallelSearchWritesAPlanOfReplicas) {
   expect_mean_is_predicted(s.out);  // the tuner predicted the replicas, all-reduce included
   auto after = run_cli("sim --plan " + plan + " --mirror-reduce after-graph");  // how copies reduce: not the plan's
   EXPECT_EQ(after.code, 0) << after.out;
+  // Tuned for exchanges after the graph over a 1 Gbit/s link: the plan
+  // says so, and `rrfp sim --plan` predicts it again.
+  const std::string after_plan = tmp("cli_plan_dp_after.json");
+  auto ta = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 --data-parallel 2 " +
+                    "--bandwidth-gbps 1 --mirror-reduce after-graph -o " + after_plan);
+  ASSERT_EQ(ta.code, 0) << ta.out;
+  nlohmann::json ap;
+  std::ifstream(after_plan) >> ap;
+  EXPECT_EQ(ap["mirror_reduce"], "after-graph");
+  auto sa = run_cli("sim --plan " + after_plan);
+  EXPECT_EQ(sa.code, 0) << sa.out;
+  expect_mean_is_predicted(sa.out);
+  auto bad_mode = run_cli("tune --profile " + profile() + " --mirror-reduce never -o " + after_plan);
+  EXPECT_EQ(bad_mode.code, 2);
+  EXPECT_NE(bad_mode.out.find("--mirror-reduce 'never': overlap or after-graph"), std::string::npos) << bad_mode.out;
   auto zero = run_cli("sim --plan " + plan + " --data-parallel 0");
   EXPECT_EQ(zero.code, 2);
   EXPECT_NE(zero.out.find("--data-parallel must be at least 1 replica, got 0"), std::string::npos) << zero.out;

@@ -158,5 +158,31 @@ TEST(TuneDataParallel, ATieGoesToTheScheduleThatHoldsLess) {
   EXPECT_NE(best.schedule, "gpipe");
 }
 
+// `rrfp tune --mirror-reduce after-graph`: the copies' exchanges wait for
+// the whole graph and run one after another on a device, as rrfp train's
+// blocking ones under mpirun; the plan keeps the mode, and its objective
+// predicts the same step again.
+TEST(TuneDataParallel, AfterTheGraphReductionIsPredictedAndKept) {
+  const ModelProfile heavy = uniform_blocks(8, 8e6);
+  TuneOptions o = four_devices({1});
+  o.placements = {"bidirectional"};  // Chimera: every stage has two copies
+  o.objective.bandwidth_Bps = 1e8;
+  const Plan beside = tune(heavy, o);
+  o.objective.mirror_after_graph = true;
+  const Plan after = tune(heavy, o);
+  EXPECT_FALSE(beside.mirror_after_graph);
+  EXPECT_TRUE(after.mirror_after_graph);
+  EXPECT_GT(after.predicted_step_s, beside.predicted_step_s * 1.05);
+  const Plan back = parse_plan(plan_json(after), "after.json");
+  EXPECT_TRUE(back.mirror_after_graph);
+  const StepEstimate again = estimate_step(plan_hint(back), back.costs, plan_objective(back));
+  EXPECT_NEAR(again.step_s, after.predicted_step_s, 1e-12);
+  nlohmann::json old = plan_json(beside);
+  old.erase("mirror_reduce");  // plans written before it
+  EXPECT_FALSE(parse_plan(old, "old.json").mirror_after_graph);
+  old["mirror_reduce"] = "sometimes";
+  EXPECT_THROW((void)parse_plan(old, "bad.json"), SpecError);
+}
+
 }  // namespace
 }  // namespace rrfp
