@@ -315,8 +315,7 @@ int dp_ratios(const Args& a) {
 // (and each hint's) predicted step against the measured one.
 int plan_ratios(const Args& a) {
   const Plan plan = read_plan(a.plan);
-  // The hints run without tensor parallelism: a plan of groups predicts
-  // them only from a whole-device profile.
+  // The hints run whole devices: a plan of groups cannot predict them.
   if (plan.tensor_parallel > 1 && a.even_profile.empty())
     throw SpecError("--plan of tensor-parallel groups: give --even-profile (a profile without --tensor-parallel) "
                     "for the hints' predictions");
@@ -324,9 +323,8 @@ int plan_ratios(const Args& a) {
   if (prof.tensor_parallel != 1)
     throw SpecError(fmt::format("--even-profile '{}' measured tensor-parallel groups; the hints run whole devices",
                                 prof.source));
-  nlohmann::json planned = plan.config, profiled = prof.config;
-  canonical_gpt_json(planned), canonical_gpt_json(profiled);
-  if (prof.model != plan.model || profiled != planned || prof.micro_batch_size != plan.micro_batch_size)
+  if (prof.model != plan.model || !same_model_config(prof.config, plan.config) ||
+      prof.micro_batch_size != plan.micro_batch_size)
     throw SpecError(fmt::format("--even-profile '{}' is of {} {} (micro-batch size {}), the plan of {} {} ({})",
                                 prof.source, prof.model, prof.config.dump(), prof.micro_batch_size, plan.model,
                                 plan.config.dump(), plan.micro_batch_size));
@@ -381,10 +379,8 @@ int plan_ratios(const Args& a) {
   const double tol = plan.tensor_parallel > 1 ? 1e-5 : 0;
   bool same = true;
   for (size_t k = 1; k < cfgs.size(); ++k)
-    for (int q = 0; q < a.rounds; ++q) {
-      const double x = cfgs[k].steps[q].loss, y = cfgs[0].steps[q].loss;
-      same = same && std::abs(x - y) <= tol * std::abs(y);
-    }
+    for (int q = 0; q < a.rounds; ++q)
+      same = same && std::abs(cfgs[k].steps[q].loss - cfgs[0].steps[q].loss) <= tol * std::abs(cfgs[0].steps[q].loss);
   fmt::print("losses equal across partitions and hints ({}): {}\n",
              tol > 0 ? "within 1e-5, tensor-parallel sums round differently" : "bitwise", same ? "yes" : "NO");
   return same ? 0 : 1;

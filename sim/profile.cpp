@@ -127,6 +127,12 @@ void canonical_gpt_json(nlohmann::json& gpt) {
   gpt.erase("mlp_widths");
 }
 
+bool same_model_config(nlohmann::json a, nlohmann::json b) {
+  canonical_gpt_json(a);
+  canonical_gpt_json(b);
+  return a == b;
+}
+
 ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
   try {
     return parse_profile_fields(j, source);

@@ -60,6 +60,9 @@ void write_profile(const std::string& path, const ModelProfile& p);
 // rrfp train writes the default model, so that files written with the
 // default widths spelled out (checkpoints, plans, profiles) still match.
 void canonical_gpt_json(nlohmann::json& gpt);
+// Whether two model configs (profiles', plans', a run's) are one model:
+// equal once both are canonical.
+bool same_model_config(nlohmann::json a, nlohmann::json b);
 
 // The even split `rrfp train` uses without a plan (train/config.hpp's
 // partition_blocks; mm-tiny's vision encoder alone on stage 0).

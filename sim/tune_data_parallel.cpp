@@ -23,17 +23,21 @@ std::vector<int> data_parallel_degrees(int devices, int microbatches) {
   return out;
 }
 
-Plan tune(const ModelProfile& prof, const TuneOptions& o) {
-  if (o.data_parallel.empty()) return tune_pipeline(prof, o);
-  check_tune_options(o);  // once: what fails below is a degree that does not fit
+void check_data_parallel(const TuneOptions& o) {
   for (const int D : o.data_parallel) {
     if (D < 1 || D > kMaxPlanReplicas)
-      throw SpecError(fmt::format("--data-parallel {}: a degree must be from 1 to {}", D, kMaxPlanReplicas));
+      throw SpecError(fmt::format("--data-parallel {} must be from 1 to {}", D, kMaxPlanReplicas));
     if (o.devices % D != 0 || o.microbatches % D != 0)
       throw SpecError(fmt::format("--data-parallel {} must divide --devices {} and --microbatches {} (each replica "
                                   "takes an equal share of both)",
                                   D, o.devices, o.microbatches));
   }
+}
+
+Plan tune(const ModelProfile& prof, const TuneOptions& o) {
+  if (o.data_parallel.empty()) return tune_pipeline(prof, o);
+  check_tune_options(o);  // once: what fails below is a degree that does not fit
+  check_data_parallel(o);
   auto say = [&](const std::string& line) {
     if (o.log) o.log(line);
   };

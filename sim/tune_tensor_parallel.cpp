@@ -21,9 +21,8 @@ namespace {
 // Two profiles must describe the same model, sizes and micro-batch, at
 // different degrees.
 void check_pair(const ModelProfile& a, const ModelProfile& b) {
-  nlohmann::json ca = a.config, cb = b.config;
-  canonical_gpt_json(ca), canonical_gpt_json(cb);  // the default widths spelled out or not
-  if (b.model != a.model || ca != cb || b.micro_batch_size != a.micro_batch_size || b.blocks() != a.blocks())
+  if (b.model != a.model || !same_model_config(a.config, b.config) || b.micro_batch_size != a.micro_batch_size ||
+      b.blocks() != a.blocks())
     throw SpecError(fmt::format("--profile: '{}' is {} {} (micro-batch size {}), '{}' is {} {} (micro-batch size {}); "
                                 "tune profiles of one model, one per tensor-parallel degree",
                                 a.source, a.model, a.config.dump(), a.micro_batch_size, b.source, b.model,
@@ -48,11 +47,7 @@ Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions&
   check_tune_options(o);  // once: what fails below is a degree that does not fit
   for (size_t i = 0; i < profiles.size(); ++i)
     for (size_t k = 0; k < i; ++k) check_pair(profiles[k], profiles[i]);
-  for (const int D : o.data_parallel)  // as tune() refuses them, before any degree is searched
-    if (D < 1 || D > kMaxPlanReplicas || o.devices % D != 0 || o.microbatches % D != 0)
-      throw SpecError(fmt::format("--data-parallel {} must be from 1 to {} and divide --devices {} and "
-                                  "--microbatches {} (each replica takes an equal share of both)",
-                                  D, kMaxPlanReplicas, o.devices, o.microbatches));
+  check_data_parallel(o);  // on all the devices, before any tensor-parallel degree is searched
   for (const ModelProfile& p : profiles)
     if (o.devices % p.tensor_parallel != 0)
       throw SpecError(fmt::format("--devices {}: profile '{}' measured tensor-parallel groups of {}, which must "

@@ -71,6 +71,10 @@ Plan tune(const ModelProfile& profile, const TuneOptions& opt);
 // the devices, or when no profile fits (naming why each did not).
 Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions& opt);
 
+// Throws SpecError naming the first of opt.data_parallel that is out of
+// range or does not divide opt.devices and opt.microbatches.
+void check_data_parallel(const TuneOptions& opt);
+
 // Every degree that divides both the devices and the microbatches
 // (`rrfp tune --data-parallel auto`).
 std::vector<int> data_parallel_degrees(int devices, int microbatches);

@@ -90,12 +90,24 @@ void measure_on_workers(const ProfileOptions& po, TrainOptions o, const std::vec
   StarpuSession::close_reused();
 }
 
-// Per layer, the activation bytes member 0 of a T-way group holds for one
-// microbatch at the end of its forward: the members' forwards run on T
-// threads that meet in their all-reduces (LocalTpComm), as a group's
-// workers do in training.
-std::vector<double> member_activations(const GptModel& full, int T, const std::vector<int>& counts,
-                                       const std::vector<std::int64_t>& msg, const std::vector<Microbatch>& mbs) {
+// Per layer (a stage of `pipe`), its parameters' bytes (fp32).
+std::vector<double> weight_bytes(const Pipeline& pipe, int layers) {
+  std::vector<double> out(layers, 0);
+  for (int s = 0; s < layers; ++s)
+    for (const auto& np : pipe.stage(s).params()) out[s] += static_cast<double>(np.t.numel()) * 4;
+  return out;
+}
+
+// Per layer, what member 0 of a T-way group holds (the members' are equal
+// where the widths divide, which the model requires): its weight shard,
+// and its activations for one microbatch at the end of its forward. The
+// members' forwards run on T threads that meet in their all-reduces
+// (LocalTpComm), as a group's workers do in training.
+struct MemberSizes {
+  std::vector<double> activation_bytes, weight_bytes;
+};
+MemberSizes member_sizes(const GptModel& full, int T, const std::vector<int>& counts,
+                         const std::vector<std::int64_t>& msg, const std::vector<Microbatch>& mbs) {
   const int S = static_cast<int>(counts.size());
   LocalTpComm comm(1, T);
   std::vector<std::unique_ptr<GptTpShard>> shards;
@@ -123,7 +135,7 @@ std::vector<double> member_activations(const GptModel& full, int T, const std::v
   for (auto& e : failed)
     if (e) std::rethrow_exception(e);
   const auto peaks = pipes[0]->peak_activation_bytes();
-  return {peaks.begin(), peaks.end()};
+  return {{peaks.begin(), peaks.end()}, weight_bytes(*pipes[0], S)};
 }
 
 }  // namespace
@@ -210,7 +222,12 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
       progress(fmt::format("profile {}/{} repetitions", rep, po.repetitions));
   }
   if (!plain) measure_on_workers(po, o, counts, f, bi, w, bw, progress);
-  if (T > 1) act = member_activations(static_cast<const GptModel&>(*model), T, counts, msg, batch());
+  std::vector<double> weights = weight_bytes(pipe, S);
+  if (T > 1) {
+    MemberSizes m = member_sizes(static_cast<const GptModel&>(*model), T, counts, msg, batch());
+    act = std::move(m.activation_bytes);
+    weights = std::move(m.weight_bytes);
+  }
 
   ModelProfile p;
   p.model = o.model;
@@ -227,15 +244,6 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
                                   po.microbatches, blas_in_use().describe());
   p.tensor_parallel = T;
   p.executor = po.executor;
-  // A member holds its shard of each layer (member 0's: the shards are
-  // equal where the widths divide, which the model requires).
-  std::unique_ptr<GptTpShard> shard;
-  std::unique_ptr<Pipeline> member;
-  if (T > 1) {
-    shard = std::make_unique<GptTpShard>(static_cast<const GptModel&>(*model), T, 0);
-    member = std::make_unique<Pipeline>(*shard, S, 1, false, counts);
-  }
-  const Pipeline& held = member ? *member : pipe;
   double msg_bytes = 4;
   for (auto d : msg) msg_bytes *= static_cast<double>(d);
   for (int s = 0; s < S; ++s) {
@@ -246,7 +254,7 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
     l.w = w[s].stats();
     l.bw = bw[s].stats();
     l.activation_bytes = act[s];
-    for (const auto& np : held.stage(s).params()) l.weight_bytes += static_cast<double>(np.t.numel()) * 4;
+    l.weight_bytes = weights[s];
     p.layers.push_back(std::move(l));
     if (s + 1 < S) p.message_bytes.push_back(msg_bytes);
   }

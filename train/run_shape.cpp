@@ -23,9 +23,7 @@ ResolvedRun resolve_plan(TrainOptions o) {
   const Plan plan = read_plan(o.plan_path);
   nlohmann::json config = gpt_json(o.gpt);
   if (o.model == "mm-tiny") config["enc_layers"] = o.enc_layers;
-  nlohmann::json planned = plan.config;
-  canonical_gpt_json(planned);  // a plan written with the default widths spelled out
-  if (plan.model != o.model || planned != config)
+  if (plan.model != o.model || !same_model_config(plan.config, config))  // default widths spelled out or not
     throw SpecError(fmt::format("plan '{}' was tuned for {} {}, this run trains {} {}", o.plan_path, plan.model,
                                 plan.config.dump(), o.model, config.dump()));
   o.stages = plan.devices;
