@@ -60,9 +60,7 @@ struct SimFlags {
     sc.comm.message_bytes = message_mb * 1e6;
     sc.comm.overlap = !no_overlap;
     sc.comm.serialize_links = !parallel_links;
-    if (!mirror_reduce.empty() && mirror_reduce != "overlap" && mirror_reduce != "after-graph")
-      throw SpecError(fmt::format("--mirror-reduce '{}': overlap or after-graph", mirror_reduce));
-    sc.comm.mirror_after_graph = mirror_reduce == "after-graph";
+    sc.comm.mirror_after_graph = mirror_after_graph(mirror_reduce);
     if (act_mb < 0 || weight_mb < 0) throw SpecError("memory sizes must not be negative");
     if (!(update_ms >= 0) || std::isinf(update_ms))
       throw SpecError(fmt::format("--update-ms {} must be a finite number >= 0", update_ms));

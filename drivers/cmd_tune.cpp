@@ -70,9 +70,7 @@ void add_tune_command(CLI::App& app) {
     o->objective.latency_s = *latency_ms * 1e-3;
     o->objective.bandwidth_Bps = *bandwidth * 1e9 / 8;
     o->objective.mode = parse_mode(*policy);
-    if (*mirror_reduce != "overlap" && *mirror_reduce != "after-graph")
-      throw SpecError(fmt::format("--mirror-reduce '{}': overlap or after-graph", *mirror_reduce));
-    o->objective.mirror_after_graph = *mirror_reduce == "after-graph";
+    o->objective.mirror_after_graph = mirror_after_graph(*mirror_reduce);
     if (!placements->empty()) o->placements = split_list(*placements, "--placements");
     for (size_t i = 0; i < o->placements.size(); ++i)  // each placement once: a repeat would be searched twice
       for (size_t j = 0; j < i; ++j)

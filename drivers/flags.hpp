@@ -160,6 +160,14 @@ struct ProfileFlags {
   }
 };
 
+// --mirror-reduce of rrfp sim and rrfp tune: whether stage copies reduce
+// after the graph ("after-graph") or beside it ("overlap", or "": not given).
+inline bool mirror_after_graph(const std::string& mode) {
+  if (!mode.empty() && mode != "overlap" && mode != "after-graph")
+    throw SpecError(fmt::format("--mirror-reduce '{}': overlap or after-graph", mode));
+  return mode == "after-graph";
+}
+
 // "a,b,c" -> {"a", "b", "c"}; SpecError naming `flag` for an empty list or
 // an empty item ("a,,b", "a,"), which is more likely a typo than a choice.
 inline std::vector<std::string> split_list(const std::string& s, const char* flag) {
