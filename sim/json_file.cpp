@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -36,7 +37,9 @@ void write_json_atomically(const std::string& path, const nlohmann::json& j) {
   // Not a regular file (/dev/stdout, a pipe): nothing to replace, write to it.
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return write_json_file(path, j);
-  const std::string tmp = path + ".tmp";
+  // One temporary per process: two processes writing the same file (tests
+  // sharing a profile) would otherwise rename each other's half-written one.
+  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
   try {
     write_json_file(tmp, j);
   } catch (const SpecError&) {
