@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include "drivers/commands.hpp"
 #include "drivers/flags.hpp"
@@ -117,7 +119,10 @@ void add_tune_command(CLI::App& app) {
     fmt::print("predicted step {:.3f} ms under {}; memory per {} {} MiB{}\n", p.predicted_step_s * 1e3,
                p.policy, p.tensor_parallel > 1 ? "member" : "device", fmt::join(mem, " "),
                p.memory_limit_bytes > 0 ? fmt::format(" (limit {:.2f})", p.memory_limit_bytes / 1048576) : "");
-    fmt::print("searched {} placement/schedule pairs in {:.1f} s; wrote {}\n", p.tried.size(), took, *out);
+    std::set<std::pair<int, int>> degrees;  // (tensor, data) parallel: the log holds every degree's pairs
+    for (const auto& t : p.tried) degrees.emplace(t.value("tensor_parallel", 1), t.value("data_parallel", 1));
+    fmt::print("searched {} placement/schedule pairs{} in {:.1f} s; wrote {}\n", p.tried.size(),
+               degrees.size() > 1 ? fmt::format(" over {} parallel degrees", degrees.size()) : "", took, *out);
   });
 }
 

@@ -79,6 +79,10 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
   p.executor = j.value("executor", "");
   if (!p.executor.empty() && p.executor != "starpu" && p.executor != "plain")
     throw SpecError(fmt::format("{}: executor '{}' (starpu or plain)", source, p.executor));
+  const nlohmann::json workers = j.value("workers", nlohmann::json(0));  // absent: profiles before it
+  if (!workers.is_number_integer() || workers.get<double>() < 0 || workers.get<double>() > 1e6)
+    throw SpecError(fmt::format("{}: workers {} must be an integer from 0 (not recorded) to 1000000", source, workers.dump()));
+  p.workers = workers.get<int>();
   p.repetitions = j.value("repetitions", 0);
   p.machine = j.value("machine", "");
   if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].size() < 3)
@@ -160,6 +164,7 @@ nlohmann::json profile_json(const ModelProfile& p) {
           {"micro_batch_size", p.micro_batch_size},
           {"tensor_parallel", p.tensor_parallel},
           {"executor", p.executor},
+          {"workers", p.workers},
           {"repetitions", p.repetitions},
           {"machine", p.machine},
           {"layers", layers},

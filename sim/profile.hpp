@@ -42,6 +42,10 @@ struct ModelProfile {
   // weight and activation bytes are a member's (docs/tuner.md).
   int tensor_parallel = 1;
   std::string executor;          // starpu | plain (empty: a profile written before it was recorded)
+  // Workers busy while the passes were timed (devices x members; 1 for
+  // plain; 0: a profile written before it was recorded). Degrees measured
+  // among different numbers of busy workers do not compare (docs/tuner.md).
+  int workers = 0;
   int repetitions = 0;
   std::string machine;           // BLAS and threads, as measured
   std::vector<LayerProfile> layers;  // first, blocks..., last

@@ -34,6 +34,13 @@ void check_data_parallel(const TuneOptions& o) {
   }
 }
 
+void append_tried(nlohmann::json& to, const nlohmann::json& from, const char* key, int degree) {
+  for (nlohmann::json entry : from) {
+    entry[key] = degree;
+    to.push_back(std::move(entry));
+  }
+}
+
 Plan tune(const ModelProfile& prof, const TuneOptions& o) {
   if (o.data_parallel.empty()) return tune_pipeline(prof, o);
   check_tune_options(o);  // once: what fails below is a degree that does not fit
@@ -44,6 +51,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
   Plan best;
   bool found = false;
   std::vector<std::string> why;  // per degree that did not fit: the error if none did
+  nlohmann::json tried = nlohmann::json::array();  // every degree's pairs, each saying its degree
   for (const int D : o.data_parallel) {
     TuneOptions one = o;
     one.devices = o.devices / D;
@@ -60,6 +68,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
       continue;
     }
     p.data_parallel = D;
+    append_tried(tried, p.tried, "data_parallel", D);
     if (D > 1) {  // the replicas together: their all-reduce, as `rrfp sim --plan` predicts it
       const StepEstimate e = estimate_step(replicate(plan_hint(p), D), p.costs, plan_objective(p));
       if (!e.complete) {
@@ -85,6 +94,7 @@ Plan tune(const ModelProfile& prof, const TuneOptions& o) {
     if (!found || p.predicted_step_s < best.predicted_step_s) best = std::move(p), found = true;
   }
   if (!found) throw SpecError(fmt::format("no data-parallel degree fits: {}", fmt::join(why, "; ")));
+  best.tried = std::move(tried);
   return best;
 }
 

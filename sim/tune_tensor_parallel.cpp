@@ -33,6 +33,12 @@ void check_pair(const ModelProfile& a, const ModelProfile& b) {
     throw SpecError(fmt::format("--profile: '{}' was measured with --executor {}, '{}' with --executor {}; profile "
                                 "every degree the same way",
                                 a.source, a.executor, b.source, b.executor));
+  // Members share the cores: a group of 2 timed beside one other group is
+  // not the group of 2 that runs beside three others.
+  if (a.workers > 0 && b.workers > 0 && a.workers != b.workers)
+    throw SpecError(fmt::format("--profile: '{}' was measured among {} busy workers, '{}' among {}; profile every "
+                                "degree on the same workers (rrfp profile --devices W/T --tensor-parallel T)",
+                                a.source, a.workers, b.source, b.workers));
   if (b.tensor_parallel == a.tensor_parallel)
     throw SpecError(fmt::format("--profile: '{}' and '{}' both measured tensor-parallel groups of {}; give one "
                                 "profile per degree",
@@ -59,6 +65,7 @@ Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions&
   Plan best;
   bool found = false;
   std::vector<std::string> why;  // per degree that did not fit: the error if none did
+  nlohmann::json tried = nlohmann::json::array();  // every degree's pairs, each saying its degree
   for (const ModelProfile& prof : profiles) {
     const int T = prof.tensor_parallel;
     TuneOptions one = o;
@@ -87,12 +94,14 @@ Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions&
       say(why.back());
       continue;
     }
+    append_tried(tried, p.tried, "tensor_parallel", T);
     say(fmt::format("tensor parallel {}: {}{} {} partition {}: {:.3f} ms a step", T,
                     p.data_parallel > 1 ? fmt::format("{} replicas of ", p.data_parallel) : "", p.placement,
                     p.schedule, fmt::join(p.counts, ","), p.predicted_step_s * 1e3));
     if (!found || p.predicted_step_s < best.predicted_step_s) best = std::move(p), found = true;
   }
   if (!found) throw SpecError(fmt::format("no tensor-parallel degree fits: {}", fmt::join(why, "; ")));
+  best.tried = std::move(tried);
   return best;
 }
 

@@ -75,6 +75,11 @@ Plan tune_profiles(const std::vector<ModelProfile>& profiles, const TuneOptions&
 // range or does not divide opt.devices and opt.microbatches.
 void check_data_parallel(const TuneOptions& opt);
 
+// Appends `from`'s entries (a tune's `tried` log) to `to`, each saying
+// `key` = `degree`: the log of a search over degrees keeps every degree's
+// pairs, not only the winner's.
+void append_tried(nlohmann::json& to, const nlohmann::json& from, const char* key, int degree);
+
 // Every degree that divides both the devices and the microbatches
 // (`rrfp tune --data-parallel auto`).
 std::vector<int> data_parallel_degrees(int devices, int microbatches);

@@ -319,6 +319,8 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   std::ifstream(profile()) >> whole;
   EXPECT_EQ(member["tensor_parallel"], 2);
   EXPECT_EQ(whole["tensor_parallel"], 1);
+  EXPECT_EQ(member["workers"], 2);  // 1 group of 2 beside 2 whole devices: the same busy workers
+  EXPECT_EQ(whole["workers"], 2);
   // Block 2's MLP and attention are split, its norms copied: a member holds
   // a little over half.
   const double m = member["layers"][3]["weight_bytes"], w = whole["layers"][3]["weight_bytes"];
@@ -333,6 +335,7 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   ASSERT_EQ(both.code, 0) << both.out;
   EXPECT_NE(both.out.find("tensor parallel 1: 2 whole devices"), std::string::npos) << both.out;
   EXPECT_NE(both.out.find("tensor parallel 2: 1 group of 2 members"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("placement/schedule pairs over 2 parallel degrees"), std::string::npos) << both.out;
   nlohmann::json picked;
   std::ifstream(plan) >> picked;  // the degree written is the profile's it was tuned on
   EXPECT_EQ(picked["profile"], picked["tensor_parallel"] == 2 ? tp2 : profile());

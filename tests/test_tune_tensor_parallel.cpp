@@ -3,7 +3,9 @@
 // split, on synthetic profiles; profiles and plans keep the degree.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/plan.hpp"
@@ -58,6 +60,11 @@ TEST(TuneTensorParallel, KeepsTheShortestDegreeTunedOnItsGroups) {
     // make up for the pipeline's halved width.
     EXPECT_EQ(groups_win, member_ms < 0.5) << one.predicted_step_s << " " << two.predicted_step_s;
   }
+  // The log keeps every degree's pairs, each saying its degree.
+  const Plan best = tune_profiles({whole, blocks_at(2, 0.3)}, devices(4, {1, 2}));
+  std::set<std::pair<int, int>> logged;  // (tensor, data) parallel
+  for (const auto& t : best.tried) logged.emplace(t.at("tensor_parallel").get<int>(), t.at("data_parallel").get<int>());
+  EXPECT_EQ(logged, (std::set<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {2, 2}}));
   // One profile of groups alone is tuned on its groups too.
   const Plan only = tune_profiles({blocks_at(2, 1.0)}, devices(4));
   EXPECT_EQ(only.tensor_parallel, 2);
@@ -118,6 +125,14 @@ TEST(TuneTensorParallel, RefusesProfilesThatDoNotBelongTogether) {
   spelled.config["d_model"] = implied.config["d_model"] = 16;
   spelled.config["mlp_widths"] = std::vector<int>(8, 64);
   EXPECT_EQ(tune_profiles({implied, spelled}, devices(4)).tensor_parallel, 2);
+  // Members share the cores: degrees timed among different numbers of busy
+  // workers do not compare; a profile that did not record it is taken.
+  ModelProfile two = blocks_at(1, 1.0), four = blocks_at(2, 0.5);
+  two.workers = 2, four.workers = 4;
+  m = error_of({two, four}, devices(4));
+  EXPECT_NE(m.find("'tp1.json' was measured among 2 busy workers, 'tp2.json' among 4"), std::string::npos) << m;
+  four.workers = 0;
+  EXPECT_NO_THROW((void)tune_profiles({two, four}, devices(4)));
   TuneOptions tiny = devices(4);
   tiny.memory_bytes = 1e3;
   m = error_of({blocks_at(1, 1.0), blocks_at(2, 0.5)}, tiny);
@@ -137,6 +152,17 @@ TEST(TuneTensorParallel, FilesKeepTheDegreeAndRunsAdoptIt) {
     pj["tensor_parallel"] = bad;
     EXPECT_THROW((void)parse_profile(pj, "p"), SpecError) << bad.dump();
   }
+  pj["tensor_parallel"] = 2;
+  pj["workers"] = 4;  // the busy workers it was timed among, kept
+  EXPECT_EQ(parse_profile(pj, "p").workers, 4);
+  EXPECT_EQ(profile_json(parse_profile(pj, "p"))["workers"], 4);
+  pj.erase("workers");
+  EXPECT_EQ(parse_profile(pj, "p").workers, 0);  // written before it was recorded
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json(1.5), nlohmann::json("4")}) {
+    pj["workers"] = bad;
+    EXPECT_THROW((void)parse_profile(pj, "p"), SpecError) << bad.dump();
+  }
+  pj.erase("workers");
   // A degree the model cannot be split into is refused when read.
   auto refused = [](nlohmann::json j, const std::string& what) {
     try {

@@ -244,6 +244,7 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
                                   po.microbatches, blas_in_use().describe());
   p.tensor_parallel = T;
   p.executor = po.executor;
+  p.workers = plain ? 1 : po.devices * T;
   double msg_bytes = 4;
   for (auto d : msg) msg_bytes *= static_cast<double>(d);
   for (int s = 0; s < S; ++s) {
