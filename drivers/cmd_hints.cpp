@@ -11,6 +11,7 @@
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
 #include "hints/replay.hpp"
+#include "hints/replicate.hpp"
 #include "hints/validate.hpp"
 #include "sim/simulator.hpp"
 
@@ -75,9 +76,13 @@ void show_async(const HintArgs& a) {
   if (a.accumulate < 1 || a.window < 1) throw SpecError("--accumulate and --window must be at least 1");
   const bool amdp = a.async == "amdp";
   const int P = a.params.stages;
+  // PACI with --data-parallel D: D copies of the window, each taking
+  // --accumulate of every step's microbatches (as rrfp train runs it).
   Hint h = amdp ? amdp_hint(P, a.directions, a.accumulate, a.window)
-                : make_hint("1f1b", {P, grouped_microbatches(a.accumulate, a.window), 0, 0, 0});
-  h.name = amdp ? fmt::format("amdp-{}", a.directions) : "paci";
+                : replicate(make_hint("1f1b", {P, grouped_microbatches(a.accumulate, a.window), 0, 0, 0}),
+                            a.data_parallel, a.accumulate);
+  h.name = amdp ? fmt::format("amdp-{}", a.directions)
+                : a.data_parallel > 1 ? fmt::format("paci-dp{}", a.data_parallel) : "paci";
   if (a.format == "csv") {
     fmt::print("{}", export_csv(h));
     return;
@@ -85,7 +90,7 @@ void show_async(const HintArgs& a) {
   SimOptions so;
   so.mode = Mode::Strict;
   so.duration = [&h](int id) { return unit_cost(h.graph->task(id).kind); };
-  so.update_group = a.accumulate;
+  so.update_group = a.accumulate * a.data_parallel;  // every copy's backwards of a step
   so.gate_lag = amdp ? 2 : 0;
   const SimResult s = simulate(h, so);
   ReplayResult r;
@@ -100,13 +105,17 @@ void show_async(const HintArgs& a) {
   if (a.format == "json") {
     nlohmann::ordered_json j = to_json(h, r);
     j["async"] = {{"method", a.async}, {"accumulate", a.accumulate}, {"window_steps", a.window}};
+    if (a.data_parallel > 1) j["async"]["data_parallel"] = a.data_parallel;
     if (amdp) j["async"]["directions"] = a.directions;
     fmt::print("{}\n", j.dump(2));
   } else {
     print_table(h, r);
-    fmt::print("{} steps of {} microbatches, no flush between them; each stage updates after every {} of its "
-               "backwards{}\n",
-               a.window, a.accumulate, a.accumulate,
+    const int step_mbs = a.accumulate * a.data_parallel;
+    fmt::print("{} steps of {} microbatches{}, no flush between them; each stage updates after every {} of its "
+               "backwards{}{}\n",
+               a.window, step_mbs,
+               a.data_parallel > 1 ? fmt::format(" ({} per replica)", a.accumulate) : "", step_mbs,
+               a.data_parallel > 1 ? " (every copy's)" : "",
                amdp ? ", and a forward of step k waits for its stage's update of step k-2" : "");
   }
   if (!r.complete) throw SpecError(fmt::format("'{}' does not complete: {}", h.name, r.stuck));
@@ -174,10 +183,12 @@ void add_hints_command(CLI::App& app) {
     if (!sa->async.empty() && sh->count("--hint") > 0) throw SpecError("--async draws its own order: drop --hint");
     // Flags of the other form are refused, not ignored.
     if (!sa->async.empty()) {
-      for (const char* name : {"--microbatches", "--chunks", "--waves", "--split", "--fused", "--data-parallel"})
+      for (const char* name : {"--microbatches", "--chunks", "--waves", "--split", "--fused"})
         if (sh->count(name) > 0)
           throw SpecError(fmt::format("--async draws its own order: drop {} (the window has --accumulate x --window "
                                       "microbatches)", name));
+      if (sa->async == "amdp" && sh->count("--data-parallel") > 0)
+        throw SpecError("--async amdp places its own stages (its directions are its copies): drop --data-parallel");
       if (sa->async == "paci" && sh->count("--directions") > 0)
         throw SpecError("--directions is for --async amdp; PACI has one direction");
     } else {

@@ -13,7 +13,12 @@ namespace rrfp {
 // Megatron's --num-microbatches is per replica); each of its devices runs
 // the base order of its counterpart. Every pipeline of the base (Chimera's
 // two) becomes one per replica. replicas = 1 returns `base` unchanged.
-// Throws SpecError when replicas < 1 or the result is too large.
-Hint replicate(const Hint& base, int replicas);
+// group > 0 numbers the microbatches step by step instead (asynchronous
+// training, whose graph holds several steps, docs/async.md): replica r's
+// j-th is (j / group) * replicas * group + r * group + j % group, so each
+// run of replicas x group microbatches holds `group` of every replica.
+// Throws SpecError when replicas < 1, group does not divide M, or the
+// result is too large.
+Hint replicate(const Hint& base, int replicas, int group = 0);
 
 }  // namespace rrfp

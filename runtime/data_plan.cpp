@@ -78,18 +78,37 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   // so a window token would not order the update before the forward.
   if (!o.forward_window.empty() && spec.split_backward)
     throw SpecError("forward windows need the fused backward (PACI's)");
-  // A window of M or more holds no forward back: no tokens then.
-  auto window_of = [&](int s) { return o.forward_window.empty() || o.forward_window[s] >= M ? 0 : o.forward_window[s]; };
+  // Windows count each pipeline's microbatches apart (data-parallel
+  // replicas under PACI): per pipeline its microbatches in order, and each
+  // microbatch's place among them.
+  const int Pn = spec.pipelines();
+  std::vector<std::vector<int>> pipe_mbs(Pn);
+  std::vector<int> place(M);
+  for (int m = 0; m < M; ++m) {
+    place[m] = static_cast<int>(pipe_mbs[spec.pipeline_of(m)].size());
+    pipe_mbs[spec.pipeline_of(m)].push_back(m);
+  }
+  // A window of a pipeline's microbatches or more holds no forward back:
+  // no tokens then.
+  auto window_of = [&](int s, int m) {
+    const int w = o.forward_window.empty() ? 0 : o.forward_window[s];
+    return w >= static_cast<int>(pipe_mbs[spec.pipeline_of(m)].size()) ? 0 : w;
+  };
   for (int w : o.forward_window)
     if (w < 0) throw SpecError(fmt::format("a forward window is negative ({})", w));
-  std::vector<int> window_base(S, -1);
-  for (int s = 0; s < S; ++s) {
-    for (int j = 0; j < window_of(s); ++j) {
-      const int h = add(HandleKind::Window, s, -1, 0, spec.device_of(s, 0), 8);
-      if (j == 0) window_base[s] = h;
+  // Per (stage, pipeline): W tokens owned by the stage's device in it.
+  std::vector<int> window_base(static_cast<size_t>(S) * Pn, -1);
+  for (int s = 0; s < S; ++s)
+    for (int q = 0; q < Pn; ++q) {
+      if (pipe_mbs[q].empty()) continue;
+      for (int j = 0; j < window_of(s, pipe_mbs[q][0]); ++j) {
+        const int h = add(HandleKind::Window, s, -1, 0, spec.placement[q][s], 8);
+        if (j == 0) window_base[static_cast<size_t>(s) * Pn + q] = h;
+      }
     }
-  }
-  auto window_token = [&](int s, int m) { return window_base[s] + m % window_of(s); };
+  auto window_token = [&](int s, int m) {
+    return window_base[static_cast<size_t>(s) * Pn + spec.pipeline_of(m)] + place[m] % window_of(s, m);
+  };
   const Access acc_mode = o.commute ? Access::RWCommute : Access::RW;
   // The backward of group k >= 1 (the B, or the fused BW) reads the version
   // its stage's epilogue of group k - 1 wrote: in one process the
@@ -126,16 +145,17 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           if (s + 1 < S) p.msg_out[mt] = act[at(t, s, m)];
           if (o.gate_lag > 0 && m / p.group >= o.gate_lag)
             a.push_back({version[s * o.gate_lag + (m / p.group) % o.gate_lag], Access::R});
-          if (const int w = window_of(s); w > 0 && m >= w) {
+          if (const int w = window_of(s, m); w > 0 && place[m] >= w) {
             a.push_back({window_token(s, m), Access::R});
-            if (t == 0) p.window_edges.push_back({g.backward_of(s, m - w), id});
+            const int earlier = pipe_mbs[spec.pipeline_of(m)][place[m] - w];  // w before it in its pipeline
+            if (t == 0) p.window_edges.push_back({g.backward_of(s, earlier), id});
           }
           break;
         case Kind::B:
           a.push_back({stash[at(t, s, m)], Access::RW});
           if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
           read_last_version(a, s, m);
-          if (window_of(s) > 0) a.push_back({window_token(s, m), Access::W});
+          if (window_of(s, m) > 0) a.push_back({window_token(s, m), Access::W});
           break;
         case Kind::W:
           a.push_back({stash[at(t, s, m)], Access::RW});
@@ -146,7 +166,7 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           if (has_acc(t)) a.push_back({acc[{t, s, acc_dev(s, k.device)}], acc_mode});
           if (s > 0) p.msg_out[mt] = grad[at(t, s, m)];
           read_last_version(a, s, m);
-          if (window_of(s) > 0) a.push_back({window_token(s, m), Access::W});
+          if (window_of(s, m) > 0) a.push_back({window_token(s, m), Access::W});
           break;
       }
       if (p.msg_out[mt] >= 0) a.push_back({p.msg_out[mt], Access::W});
@@ -190,8 +210,15 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
               a.push_back({h, std::get<2>(key) == home ? Access::RW : Access::R});
           if (o.gate_lag > 0) a.push_back({version[s * o.gate_lag + k % o.gate_lag], Access::W});
           // The forward that the group's last backward admits waits for
-          // this update too: a stage updates before its next forward.
-          if (p.group > 0 && window_of(s) > 0) a.push_back({window_token(s, (k + 1) * p.group - 1), Access::W});
+          // this update too: a stage updates before its next forward (in
+          // every pipeline: each one's last microbatch of the group).
+          if (p.group > 0)
+            for (int q = 0; q < Pn; ++q) {
+              int last = -1;
+              for (int m : pipe_mbs[q])
+                if (m / p.group == k) last = m;
+              if (last >= 0 && window_of(s, last) > 0) a.push_back({window_token(s, last), Access::W});
+            }
           if (!has_acc(t))  // a follower's: after the last pass of each microbatch (its stash's last writer)
             for (int m = 0; m < M; ++m) a.push_back({stash[at(t, s, m)], Access::R});
           p.access.push_back(std::move(a));

@@ -21,13 +21,15 @@
 //                      k mod gate_lag = j, read by the forwards of group
 //                      k + gate_lag: at most gate_lag groups in flight (AMDP),
 //                      and by the backwards (B or BW) of group k + 1
-// Per (model stage s, j < W_s), with a forward window W_s (PACI's
-// admission rule, DataPlanOptions::forward_window) only:
+// Per (model stage s, pipeline, j < W_s), with a forward window W_s
+// (PACI's admission rule, DataPlanOptions::forward_window) only; m counts
+// the pipeline's own microbatches (one pipeline: all of them):
 //   window     T(s,j)  written by the backward (B or BW) of every microbatch
 //                      m with m mod W_s = j and, grouped, by the stage's
-//                      update after it when m ends a group; read by
-//                      F(s, m + W_s): at most W_s forwards of the stage not
-//                      yet matched by a backward, under every policy
+//                      update after it when m ends the pipeline's share of
+//                      a group; read by F(s, m + W_s): at most W_s forwards
+//                      of the stage's copy not yet matched by a backward,
+//                      under every policy
 // With state bytes and a gate, per epilogue and other accumulator of its stage:
 //   install            reads the version the epilogue wrote, on the device
 //                      of that accumulator: the copy there takes the new
@@ -112,7 +114,9 @@ struct DataPlanOptions {
   // Per model stage, 0 or W > 0 for "F(s, m) starts after the backward of
   // m - W on that stage and, with grouped epilogues, after the stage's
   // update that follows it" (the window handles above: PACI's window as
-  // data flow, so StarPU's own policies keep it too). Empty: none. The
+  // data flow, so StarPU's own policies keep it too). With several
+  // pipelines (data-parallel replicas), m - W counts the microbatches of
+  // m's pipeline only, each copy of the stage its own window. Empty: none. The
   // submission order must put that backward before F(s, m):
   // g.topological_order(plan.window_edges) does; submission_nodes() checks.
   std::vector<int> forward_window;

@@ -10,6 +10,7 @@
 
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
+#include "hints/replicate.hpp"
 #include "runtime/executor.hpp"
 #include "train/cuda_stream.hpp"
 #include "train/mirror_reduce.hpp"
@@ -39,8 +40,13 @@ void check_async_options(const TrainOptions& o) {
   if (o.chunks > 1) throw SpecError(fmt::format("{} places its own stages (no --chunks)", what));
   if (o.executor != "starpu") throw SpecError("--async needs the StarPU executor");
   if (o.tensor_parallel > 1) throw SpecError("--async does not support --tensor-parallel");
-  if (o.data_parallel > 1)
-    throw SpecError(fmt::format("{} places its own stages: --data-parallel is not supported with it", what));
+  if (o.data_parallel > 1 && amdp)
+    throw SpecError("--async amdp places its own stages (its directions are its copies): --data-parallel is not "
+                    "supported with it");
+  // A stage's copies on several ranks would need their sums and weights
+  // moved inside the graph (as AMDP's, train/amdp_ranks.hpp): not done.
+  if (o.data_parallel > 1 && o.multi_rank)
+    throw SpecError("--async paci with --data-parallel runs in one process; under mpirun it is not supported yet");
   if (o.async_window < 1) throw SpecError(fmt::format("--window must be at least 1 step, got {}", o.async_window));
   if (amdp) {
     amdp_placement(o.stages, o.directions);  // names a P it cannot place
@@ -54,7 +60,10 @@ void check_async_options(const TrainOptions& o) {
 int async_drift_bound(const TrainOptions& o, int stages, int stage) {
   // AMDP: a forward of step k waits for its stage's update of step k-2, and
   // its backward comes after the update of step k-1 and before that of k.
-  return o.async_mode == "amdp" ? 1 : paci_drift_bound(stages, stage, o.microbatches, o.inflight_slack);
+  // o is the resolved run's: its microbatches count every replica's.
+  return o.async_mode == "amdp"
+             ? 1
+             : paci_drift_bound(stages, stage, o.microbatches / std::max(1, o.data_parallel), o.inflight_slack);
 }
 
 AsyncWindows::AsyncWindows(const TrainOptions& o, const Model& model, int stages, std::vector<std::int64_t> msg_shape)
@@ -64,13 +73,19 @@ AsyncWindows::Shape& AsyncWindows::shape(int K) {
   auto it = shapes_.find(K);
   if (it != shapes_.end()) return it->second;
   const bool amdp = o_.async_mode == "amdp";
-  Shape sh{amdp ? amdp_hint(P_, o_.directions, M_, K) : make_hint("1f1b", {P_, K * M_, 0, 0, 0}), nullptr, nullptr};
+  // PACI with D data-parallel replicas: D copies of the window's 1F1B, each
+  // taking M / D of every step's microbatches (its share of the update).
+  const int D = std::max(1, o_.data_parallel);
+  Shape sh{amdp ? amdp_hint(P_, o_.directions, M_, K)
+                : replicate(make_hint("1f1b", {P_, K * M_ / D, 0, 0, 0}), D, M_ / D),
+           nullptr, nullptr};
   sh.pipe = std::make_unique<Pipeline>(model_, P_, K * M_, o_.deterministic, o_.partition);
   sh.pipe->set_message_shape(msg_shape_);
   sh.pipe->set_update_group(M_);
-  // AMDP's stages live on several devices (one per direction): their
-  // weights are one tensor set here (docs/async.md, "Mirror groups").
-  if (!amdp) sh.pipe->set_placement({sh.hint.spec().placement[0]}, {});
+  // AMDP's stages live on several devices (one per direction), as PACI's
+  // with replicas: their weights are one tensor set here (docs/async.md,
+  // "Mirror groups"); each copy's activations are counted on its device.
+  if (!amdp) sh.pipe->set_placement(sh.hint.spec().placement, sh.hint.spec().mb_pipeline);
   Shape& kept = shapes_.emplace(K, std::move(sh)).first->second;
   if (amdp && exec_) {  // across ranks: each rank sums its own copies' microbatches
     kept.ranks = std::make_unique<AmdpRanks>(kept.hint, M_, rank_, devices_per_rank_);
@@ -101,13 +116,14 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // device updates the stage's weights in place. The update takes the
   // stage exclusively, passes share it, so a pass sees the weights of one
   // version, never a half-updated set. (PACI: one worker per stage, no
-  // contention.)
+  // contention, but with data-parallel replicas as AMDP's mirrors.)
   std::vector<std::shared_mutex> weights_mu(P_);
   // With --cuda the lock orders the host's calls, not the streams' kernels:
   // under AMDP a stage's passes and its update may be on different
   // streams, so each waits for its kernels before it lets the lock go
-  // (docs/gpu.md, "Training on a GPU"). PACI's are on one stream.
-  const bool shared_weights = o_.async_mode == "amdp" && o_.cuda;
+  // (docs/gpu.md, "Training on a GPU"). PACI's are on one stream (but
+  // for replicas').
+  const bool shared_weights = (o_.async_mode == "amdp" || o_.data_parallel > 1) && o_.cuda;
   // AMDP with --deterministic: a forward of group k runs with version k-1,
   // the one its gate waited for, whenever the update of group k-1 lands
   // (docs/async.md, "Reproducible AMDP"); `older` keeps what that needs.
@@ -131,7 +147,12 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // PACI with --deterministic: each forward on the oldest version its
   // window lets it start on (docs/async.md, "Reproducible PACI").
   std::optional<PinnedVersions> pinned;
-  if (o_.async_mode == "paci" && o_.deterministic) pinned.emplace(eo.forward_window, M_, MW);
+  if (o_.async_mode == "paci" && o_.deterministic) {
+    const PipelineSpec& spec = g.spec();  // each replica's microbatches counted apart
+    std::vector<int> place(MW), seen(spec.pipelines(), 0);
+    for (int m = 0; m < MW; ++m) place[m] = seen[spec.pipeline_of(m)]++;
+    pinned.emplace(eo.forward_window, M_ / std::max(1, o_.data_parallel), place);
+  }
   AmdpRanks* xr = sh.ranks.get();  // AMDP across ranks: gradient sums and weights as StarPU data
   if (xr) {
     xr->begin_window();

@@ -41,11 +41,11 @@ std::vector<torch::Tensor> OlderWeights::of(const Pipeline& pipe, int s, int ver
                                      version, versions_[s], gate ? AmdpRanks::packed_version(gate) : -1));
 }
 
-PinnedVersions::PinnedVersions(const std::vector<int>& windows, int group, int microbatches)
+PinnedVersions::PinnedVersions(const std::vector<int>& windows, int group, const std::vector<int>& place)
     : pinned_(windows.size()), waiting_(windows.size()), copies_(windows.size()) {
   for (size_t s = 0; s < windows.size(); ++s)
-    for (int m = 0; m < microbatches; ++m) {
-      pinned_[s].push_back(std::max(0, m - windows[s] + 1) / group);
+    for (const int at : place) {
+      pinned_[s].push_back(std::max(0, at - windows[s] + 1) / group);
       ++waiting_[s][pinned_[s].back()];
     }
 }

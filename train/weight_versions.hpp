@@ -48,10 +48,13 @@ class OlderWeights {
 class PinnedVersions {
  public:
   // windows[s]: stage s's forward window W (DataPlanOptions::forward_window);
-  // forward m of `microbatches` runs on version floor((m - W + 1) / group):
-  // it waits for the backward of m - W, and so for the updates of the
-  // groups that end before it.
-  PinnedVersions(const std::vector<int>& windows, int group, int microbatches);
+  // place[m]: microbatch m's index among its pipeline's (data-parallel
+  // replicas: each its own window; one pipeline: m); group: a pipeline's
+  // microbatches per update. Forward m runs on version
+  // floor((place[m] - W + 1) / group): it waits for the backward W before
+  // it in its pipeline, and so for the updates of the groups that end
+  // before that one.
+  PinnedVersions(const std::vector<int>& windows, int group, const std::vector<int>& place);
   int of_forward(int s, int m) const { return pinned_.at(s).at(m); }
   // Before stage s moves on from `version`: a copy, if a forward pinned to
   // it has not run yet.
