@@ -90,8 +90,9 @@ TEST(TrainDataParallel, BadCombinationsAreRefusedAndTensorParallelCopiesReduceAc
   o.data_parallel = 0;
   testing::expect_refused(o, "--data-parallel must be at least 1 replica, got 0");
   o.data_parallel = 2;
-  o.async_mode = "paci";
-  testing::expect_refused(o, "--async paci places its own stages: --data-parallel is not supported with it");
+  o.async_mode = "amdp";
+  o.split = 0;
+  testing::expect_refused(o, "--async amdp places its own stages (its directions are its copies)");
   // Under mpirun TP works with copies on several ranks (since 2026-12-07):
   // each member is reduced with the same member of the other replica. 2
   // devices per rank: slot 2d + t is on rank d, so stage 0's copies

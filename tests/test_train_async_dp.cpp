@@ -1,0 +1,116 @@
+// PACI with data-parallel replicas (--async paci --data-parallel D, docs/
+// async.md, "PACI with replicas") on real StarPU workers and LibTorch
+// passes: a one-step window is synchronous data parallelism bitwise, every
+// copy keeps PACI's drift bound and its 1F1B window of activations under
+// every policy, pinned versions repeat under every policy, resume
+// continues exactly, and what is not supported is refused by name.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/train_helpers.hpp"
+#include "train/async_window.hpp"
+#include "train/trainer.hpp"
+
+namespace rrfp::train {
+namespace {
+
+using testing::losses;
+
+TrainOptions paci_dp(int stages, int steps) {
+  TrainOptions o;
+  o.gpt.d_model = 16;
+  o.gpt.heads = 2;
+  o.gpt.layers = 4;
+  o.gpt.seq_len = 16;
+  o.stages = stages;
+  o.microbatches = 4;  // --accumulate: each replica's share of a step
+  o.micro_batch_size = 2;
+  o.steps = steps;
+  o.hint = "1f1b";
+  o.split = 0;
+  o.lr = 1e-2;
+  o.deterministic = true;
+  o.policy = "rrfp-fixed";
+  o.async_mode = "paci";
+  o.async_window = 4;
+  o.data_parallel = 2;
+  return o;
+}
+
+TEST(TrainAsyncDataParallel, OneStepWindowIsSynchronousDataParallelBitwise) {
+  TrainOptions a = paci_dp(2, 3);
+  a.async_window = 1;  // no update inside a window: each step drains
+  TrainOptions s = a;
+  s.async_mode.clear();
+  const TrainResult ra = train(a), rs = train(s);
+  EXPECT_EQ(losses(ra), losses(rs));
+  EXPECT_EQ(ra.steps[0].peak_activation_per_device.size(), 4u);  // 2 replicas x 2 stages
+}
+
+TEST(TrainAsyncDataParallel, EveryCopyKeepsPacisBoundAndWindow) {
+  for (int P : {2, 3}) {
+    TrainOptions one = paci_dp(P, 3);
+    one.data_parallel = 1;
+    const TrainResult single = train(one);  // rrfp-fixed: 1F1B's warm-up fills each window
+    for (const char* pol : {"rrfp-fixed", "rrfp", "rrfp-wait", "eager", "lws"}) {
+      TrainOptions o = paci_dp(P, 4);
+      o.policy = pol;
+      o.deterministic = o.policy == "rrfp-fixed";  // the freshest weights elsewhere
+      const TrainResult r = train(o);
+      ASSERT_EQ(r.steps.size(), 4u);
+      int most = 0;
+      for (const auto& st : r.steps) {
+        ASSERT_EQ(static_cast<int>(st.drift_max.size()), P);
+        for (int s = 0; s < P; ++s) {
+          EXPECT_EQ(st.drift_bound[s], paci_drift_bound(P, s, 4, 0)) << "a copy's share of a step, not the step's";
+          EXPECT_LE(st.drift_max[s], st.drift_bound[s]) << pol << " P=" << P << " step " << st.step << " stage " << s;
+          most = std::max(most, st.drift_max[s]);
+        }
+        EXPECT_EQ(st.drift_max[P - 1], 0) << "the last stage runs each backward right after its forward";
+        // Each copy holds at most its window, as one pipeline's stage does.
+        ASSERT_EQ(static_cast<int>(st.peak_activation_per_device.size()), 2 * P);
+        for (int d = 0; d < 2 * P; ++d)
+          EXPECT_LE(st.peak_activation_per_device[d], single.steps[0].peak_activation_per_device[d % P])
+              << pol << " device " << d;
+      }
+      for (int s = 0; s < P; ++s) EXPECT_EQ(r.steps[0].drift_max[s], 0);
+      EXPECT_EQ(most, 1) << pol << " P=" << P << ": a later step's first microbatch on stage 0 crosses the update";
+    }
+  }
+}
+
+TEST(TrainAsyncDataParallel, PinnedVersionsRepeatUnderEveryPolicyAndResumeContinues) {
+  TrainOptions o = paci_dp(3, 3);
+  o.microbatches = 2;
+  o.link_ms = 1;  // jittered links vary the inputs' arrival
+  o.link_jitter = 0.9;
+  const auto fixed = losses(train(o));
+  for (const char* pol : {"rrfp", "eager", "lws"}) {
+    o.policy = pol;
+    EXPECT_EQ(losses(train(o)), fixed) << pol;
+  }
+  TrainOptions s = paci_dp(3, 3);
+  s.microbatches = 2;
+  s.async_mode.clear();
+  EXPECT_NE(fixed, losses(train(s))) << "later steps crossed an update: they cannot equal the flushed run";
+  const auto dir = std::filesystem::temp_directory_path() / "rrfp_async_dp_resume";
+  testing::expect_resume_continues(paci_dp(2, 6), dir);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TrainAsyncDataParallel, WhatIsNotSupportedIsRefusedByName) {
+  TrainOptions o = paci_dp(2, 2);
+  o.async_mode = "amdp";
+  testing::expect_refused(o, "--async amdp places its own stages (its directions are its copies)");
+  o = paci_dp(2, 2);
+  o.multi_rank = true;
+  testing::expect_refused(o, "--async paci with --data-parallel runs in one process; under mpirun it is not "
+                             "supported yet");
+  o = paci_dp(2, 2);
+  o.data_parallel = 0;
+  testing::expect_refused(o, "--data-parallel must be at least 1 replica, got 0");
+}
+
+}  // namespace
+}  // namespace rrfp::train
