@@ -114,12 +114,24 @@ TEST(CliHints, ShowAsyncWindows) {
   ASSERT_EQ(p.code, 0) << p.out;
   EXPECT_TRUE(has(p, "hint paci: 3 stages")) << p.out;
   EXPECT_TRUE(has(p, "bubble ratio 0.2500")) << p.out;  // 1F1B of 6 microbatches: one flush per window
+  // With replicas: a copy of the window per replica, the same bubble.
+  CliRun d = run("hints show --async paci --stages 3 --accumulate 2 --window 3 --data-parallel 2 --format json");
+  ASSERT_EQ(d.code, 0) << d.out;
+  j = nlohmann::json::parse(d.out);
+  EXPECT_EQ(j["hint"], "paci-dp2");
+  EXPECT_EQ(j["devices"], 6);
+  EXPECT_EQ(j["microbatches"], 12);
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_DOUBLE_EQ(j["bubble_ratio"].get<double>(), 0.25);
+  EXPECT_EQ(j["async"]["data_parallel"], 2);
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"hints show", "--hint is required"},
       {"hints show --async amdp --hint 1f1b", "drop --hint"},
       {"hints show --async pipedream", "unknown --async"},
       {"hints show --async amdp --stages 3", "divisible by 2"},
       {"hints show --async paci --window 0", "at least 1"},
+      {"hints show --async amdp --data-parallel 2", "drop --data-parallel"},
+      {"hints show --async paci --data-parallel 0", "at least 1 replica"},
   };
   for (const auto& [args, expect] : bad) {
     CliRun r = run(args);
