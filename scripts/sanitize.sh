@@ -33,9 +33,9 @@ case $kind in
     # creates its own primitives; everything of ours stays instrumented.
     export ONEDNN_PRIMITIVE_CACHE_CAPACITY=0
     build-tsan/tests/rrfp_runtime_tests \
-      --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*:RuntimeAsync.*:RuntimeAmdp.*:RuntimeSimAgreement.*:RuntimeMemoryBudget.*:RuntimeCuda.Cpu*:RuntimeCuda.CudaWorkers*'
+      --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*:RuntimeAsync.*:RuntimeAsyncDataParallel.*:RuntimeAmdp.*:RuntimeSimAgreement.*:RuntimeMemoryBudget.*:RuntimeCuda.Cpu*:RuntimeCuda.CudaWorkers*'
     build-tsan/tests/rrfp_train_tests \
-      --gtest_filter='TrainTensorParallel.Grad*:TrainTensorParallel.Clips*:TrainTensorParallel.VariableLength*:TrainClip.Async*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:TrainSeqLen.*:TrainPartition.*:TrainAsync.*:TrainAmdp.*:TrainDataParallel.Multimodal*'
+      --gtest_filter='TrainTensorParallel.Grad*:TrainTensorParallel.Clips*:TrainTensorParallel.VariableLength*:TrainClip.Async*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:TrainSeqLen.*:TrainPartition.*:TrainAsync.*:TrainAsyncDataParallel.*:TrainAmdp.*:TrainDataParallel.Multimodal*'
     ;;
   *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
 esac
