@@ -148,21 +148,26 @@ Checkpoint decode_checkpoint(const std::vector<char>& b, const std::string& wher
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("checkpoint '{}' has a malformed header: {}", where, e.what()));
   }
+  if (!c.meta.is_object())
+    throw CheckpointError(fmt::format("checkpoint '{}' has a malformed header: not a JSON object", where));
   const auto n = r.get<std::uint64_t>();
   for (std::uint64_t i = 0; i < n; ++i) {
     CkptTensor t;
     t.name = r.str(r.get<std::uint32_t>());
     const auto dims = r.get<std::uint32_t>();
     std::int64_t numel = 1;
+    bool sane = true;  // no negative dimension, no product past the file's size
     for (std::uint32_t d = 0; d < dims; ++d) {
       t.shape.push_back(r.get<std::int64_t>());
-      numel *= t.shape.back();
+      const std::int64_t x = t.shape.back();
+      if (x < 0 || (x > 0 && numel > static_cast<std::int64_t>(b.size()) / x)) sane = false;
+      if (sane) numel *= x;
     }
     const auto count = r.get<std::uint64_t>();
-    if (count != static_cast<std::uint64_t>(numel) || count > (b.size() - r.at) / sizeof(float))
+    if (!sane || count != static_cast<std::uint64_t>(numel) || count > (b.size() - r.at) / sizeof(float))
       throw CheckpointError(fmt::format("checkpoint '{}': tensor '{}' has a bad size", where, t.name));
     t.data.resize(count);
-    std::memcpy(t.data.data(), b.data() + r.at, count * sizeof(float));
+    if (count > 0) std::memcpy(t.data.data(), b.data() + r.at, count * sizeof(float));
     r.at += count * sizeof(float);
     c.tensors.push_back(std::move(t));
   }

@@ -2,10 +2,38 @@
 // width) and, under mpirun, sharing each rank's stages with the others.
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+
 #include "mpi/mpi_session.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace rrfp::train {
+
+namespace {
+
+// A header number the resumed run depends on: an integer in [lo, hi].
+std::int64_t header_int(const nlohmann::json& v, const std::string& key, double lo, double hi,
+                        const std::string& where) {
+  if (!v.is_number_integer() || v.get<double>() < lo || v.get<double>() > hi)
+    throw CheckpointError(fmt::format("checkpoint '{}': '{}' = {} must be an integer from {:.0f} to {:.0f}", where,
+                                      key, v.dump(), lo, hi));
+  return v.get<std::int64_t>();
+}
+
+// What a run never writes (a checkpoint is saved only after a finite
+// update): weights or moments that are not finite, a negative second moment.
+void check_loaded(const torch::Tensor& x, const std::string& name, bool second_moment, const std::string& where) {
+  torch::NoGradGuard no_grad;
+  if (!torch::isfinite(x).all().item<bool>())
+    throw CheckpointError(fmt::format("checkpoint '{}': '{}' holds values that are not finite", where, name));
+  if (second_moment && (x < 0).any().item<bool>())
+    throw CheckpointError(fmt::format("checkpoint '{}': '{}' holds negative values (a second moment)", where, name));
+}
+
+}  // namespace
 
 torch::Tensor Trainer::Impl::gather(const std::string& name, const MemberTensor& member_tensor) const {
   if (TP == 1) return member_tensor(0);
@@ -33,7 +61,30 @@ void Trainer::Impl::resume() {
   if (o.model == "mm-tiny") meta.erase("validation");  // older mm-tiny files had it; it changes no mm-tiny data
   if (meta.contains("gpt")) canonical_gpt_json(meta["gpt"]);  // default widths spelled out by an older file
   check_identity(ident, meta, where);
+  if (c.meta.contains("format") && c.meta["format"] != "rrfp-train")
+    throw CheckpointError(fmt::format("checkpoint '{}' is a {} file, not a training checkpoint (rrfp-train)", where,
+                                      c.meta["format"].dump()));
   try {
+    // The counts first: a step that does not fit would wrap, and resume a
+    // run that never ends (or restart one silently).
+    const std::int64_t step = header_int(c.meta.at("step"), "step", 1, std::numeric_limits<int>::max() - 1, where);
+    const std::int64_t adam_steps = header_int(c.meta.at("adam_steps"), "adam_steps", 0, static_cast<double>(step), where);
+    SamplerState st;
+    const auto& rng = c.meta.at("sampler").at("rng");
+    if (!rng.is_array() || rng.size() != 4)
+      throw CheckpointError(fmt::format("checkpoint '{}': 'sampler.rng' must list 4 integers", where));
+    bool any = false;
+    for (int i = 0; i < 4; ++i) {
+      if (!rng[i].is_number_unsigned())
+        throw CheckpointError(fmt::format("checkpoint '{}': 'sampler.rng' holds {}, not an unsigned 64-bit integer",
+                                          where, rng[i].dump()));
+      st.rng[i] = rng[i].get<std::uint64_t>();
+      any = any || st.rng[i] != 0;
+    }
+    if (!any)  // xoshiro's one state that never leaves itself
+      throw CheckpointError(fmt::format("checkpoint '{}': 'sampler.rng' is all zeros, not a generator's state", where));
+    st.sequences_drawn = static_cast<std::uint64_t>(
+        header_int(c.meta.at("sampler").at("sequences_drawn"), "sampler.sequences_drawn", 0, 9007199254740992.0, where));
     const auto& full = model().all_params();
     for (size_t i = 0; i < full.size(); ++i)
       scatter(c, "param/" + full[i].name, full[i].name, full[i].t,
@@ -46,14 +97,25 @@ void Trainer::Impl::resume() {
         scatter(c, "adam_v/" + ps[i].name, ps[i].name, like, [&](int t) { return opts[t][s].exp_avg_sq()[i]; },
                 where);
       }
-      for (int t = 0; t < TP; ++t) opts[t][s].set_steps(c.meta.at("adam_steps").get<std::int64_t>());
+      for (int t = 0; t < TP; ++t) opts[t][s].set_steps(adam_steps);
     }
-    SamplerState st;
-    const auto& rng = c.meta.at("sampler").at("rng");
-    for (int i = 0; i < 4; ++i) st.rng[i] = rng.at(i).get<std::uint64_t>();
-    st.sequences_drawn = c.meta.at("sampler").at("sequences_drawn").get<std::uint64_t>();
+    // Every tensor the file holds is one the run loaded, once: a file of
+    // another model version or an edited one is not half read.
+    std::set<std::string> wanted, seen;
+    for (const auto& p : full) wanted.insert("param/" + p.name);
+    for (int s = 0; s < P; ++s)
+      for (const auto& p : pipe().stage(s).params()) wanted.insert("adam_m/" + p.name), wanted.insert("adam_v/" + p.name);
+    for (const CkptTensor& t : c.tensors) {
+      if (!wanted.count(t.name))
+        throw CheckpointError(fmt::format("checkpoint '{}' holds a tensor '{}' this model does not have", where, t.name));
+      if (!seen.insert(t.name).second)
+        throw CheckpointError(fmt::format("checkpoint '{}' holds the tensor '{}' twice", where, t.name));
+      const bool second = t.name.rfind("adam_v/", 0) == 0;
+      check_loaded(torch::from_blob(const_cast<float*>(t.data.data()), {static_cast<std::int64_t>(t.data.size())}),
+                   t.name, second, where);
+    }
     data->set_state(st);
-    res.first_step = c.meta.at("step").get<int>() + 1;
+    res.first_step = static_cast<int>(step) + 1;
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("checkpoint '{}' has an incomplete header: {}", where, e.what()));
   }
