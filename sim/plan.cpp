@@ -71,6 +71,13 @@ double number_in(const nlohmann::json& j, const char* key, double fallback, doub
   return v.get<double>();
 }
 
+// An optional string, `fallback` when absent.
+std::string text_or(const nlohmann::json& j, const char* key, const std::string& fallback, const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_string()) throw SpecError(fmt::format("{}: '{}' = {} must be a string", where, key, j[key].dump()));
+  return j[key].get<std::string>();
+}
+
 }  // namespace
 
 nlohmann::json plan_json(const Plan& p) {
@@ -105,33 +112,34 @@ nlohmann::json plan_json(const Plan& p) {
 namespace {
 
 Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object() || j.value("format", "") != "rrfp-plan")
+  if (!j.is_object() || !j.contains("format") || j["format"] != "rrfp-plan")
     throw SpecError(fmt::format("'{}' is not an rrfp plan (write one with rrfp tune -o FILE)", source));
   Plan p;
   p.source = source;
   p.model = need<std::string>(j, "model", source);
   p.config = j.value("config", nlohmann::json::object());
   p.micro_batch_size = need<int>(j, "micro_batch_size", source);
-  p.profile = j.value("profile", "");
+  p.profile = text_or(j, "profile", "", source);
   p.devices = need<int>(j, "devices", source);
   p.microbatches = need<int>(j, "microbatches", source);
   p.counts = need<std::vector<int>>(j, "partition", source);
-  const int version = j.value("version", 1);
+  const int version = j.contains("version") ? int_of(j["version"], "version", source) : 1;
   if (version != 1)
     throw SpecError(fmt::format("{}: plan format version {}; this rrfp reads version 1", source, version));
   p.placement = need<std::string>(j, "placement", source);
+  const std::string policy = text_or(j, "policy", "rrfp-wait", source);
   try {
     check_placement(p.placement, "'placement'");
-    (void)parse_mode(j.value("policy", "rrfp-wait"));
+    (void)parse_mode(policy);
   } catch (const SpecError& e) {
     throw SpecError(fmt::format("{}: {}", source, e.what()));
   }
   p.stage_device = need<std::vector<int>>(j, "stage_device", source);
-  p.schedule = j.value("schedule", "");
-  p.policy = j.value("policy", "rrfp-wait");
+  p.schedule = text_or(j, "schedule", "", source);
+  p.policy = policy;
   p.inflight_slack = j.contains("inflight_slack") ? int_of(j["inflight_slack"], "inflight_slack", source) : 0;
-  p.csv = bidirectional_placement(p.placement) ? j.value("hint_csv", "") : need<std::string>(j, "hint_csv", source);
-  constexpr double kHuge = 1e18;  // bytes, seconds, ms: far beyond any real plan
+  p.csv = bidirectional_placement(p.placement) ? text_or(j, "hint_csv", "", source) : need<std::string>(j, "hint_csv", source);
+  constexpr double kHuge = kMaxPlanQuantity;
   p.predicted_step_s = number_in(j, "predicted_step_s", 0.0, 0, kHuge, source);
   p.data_parallel = j.contains("data_parallel") ? int_of(j["data_parallel"], "data_parallel", source) : 1;
   if (p.data_parallel < 1 || p.data_parallel > kMaxPlanReplicas)
@@ -146,7 +154,14 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
     throw SpecError(fmt::format("{}: 'predicted_seeds' = {} must be a number from 1 to {}", source, p.seeds,
                                 kMaxPlanSeeds));
   p.memory_limit_bytes = number_in(j, "memory_limit_bytes", 0.0, 0, kHuge, source);
-  p.memory_bytes = j.value("memory_bytes", std::vector<double>{});
+  if (j.contains("memory_bytes")) {
+    if (!j["memory_bytes"].is_array()) throw SpecError(fmt::format("{}: 'memory_bytes' must be a list of numbers", source));
+    for (const auto& m : j["memory_bytes"]) {
+      if (!m.is_number() || !(m.get<double>() >= 0) || m.get<double>() > kHuge)
+        throw SpecError(fmt::format("{}: 'memory_bytes' holds {}, not a number from 0 to {:g}", source, m.dump(), kHuge));
+      p.memory_bytes.push_back(m.get<double>());
+    }
+  }
   p.tried = j.value("tried", nlohmann::json::array());
   if (p.devices < 1 || p.microbatches < 1 || p.micro_batch_size < 1)
     throw SpecError(fmt::format("{}: devices, microbatches and micro_batch_size must be at least 1", source));
@@ -172,9 +187,10 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   for (const auto& s : stages) {
     BaseCost c{need<double>(s, "F_ms", source), need<double>(s, "B_ms", source), need<double>(s, "W_ms", source),
                need<double>(s, "BW_ms", source)};
-    for (double ms : {c.f, c.b, c.w, c.bw})
-      if (!(ms >= 0) || ms > kHuge)
-        throw SpecError(fmt::format("{}: a stage's pass costs {} ms (costs are finite and not negative)", source, ms));
+    for (double ms : {c.f, c.b, c.w, c.bw})  // a pass of over an hour is refused by the simulator too
+      if (!(ms >= 0) || ms > kMaxTaskSeconds * 1e3)
+        throw SpecError(fmt::format("{}: a stage's pass costs {} ms (costs are from 0 to {:g} ms)", source, ms,
+                                    kMaxTaskSeconds * 1e3));
     p.costs.cost.push_back(c);
     if (!s.contains("activation_bytes") || !s.contains("weight_bytes"))
       throw SpecError(fmt::format("{}: a stage's 'activation_bytes' or 'weight_bytes' is missing", source));
@@ -185,10 +201,10 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   p.costs.message_bytes = number_in(j, "message_bytes", 0.0, 0, kHuge, source);
   const auto link = j.value("link", nlohmann::json::object());
   if (!link.is_object()) throw SpecError(fmt::format("{}: 'link' must be an object", source));
-  p.latency_s = number_in(link, "latency_s", 0.0, 0, kHuge, source);
+  p.latency_s = number_in(link, "latency_s", 0.0, 0, kMaxTaskSeconds, source);  // the simulator's bound
   p.bandwidth_Bps = number_in(link, "bandwidth_Bps", 0.0, 0, kHuge, source);  // 0: infinite
-  p.link_ms = number_in(link, "link_ms", 0.0, 0, kHuge, source);
-  const std::string mirror = j.value("mirror_reduce", "overlap");  // absent: plans before it, all overlap
+  p.link_ms = number_in(link, "link_ms", 0.0, 0, kMaxTaskSeconds * 1e3, source);
+  const std::string mirror = text_or(j, "mirror_reduce", "overlap", source);  // absent: plans before it, all overlap
   if (mirror != "overlap" && mirror != "after-graph")
     throw SpecError(fmt::format("{}: 'mirror_reduce' is '{}' (overlap or after-graph)", source, mirror));
   p.mirror_after_graph = mirror == "after-graph";
@@ -220,7 +236,14 @@ Hint plan_hint(const Plan& p) {
     // stage by one rank, so the plan names its zoo hint ('schedule').
     if (!p.csv.empty())
       throw SpecError(fmt::format("{}: a bidirectional plan names its zoo hint in 'schedule', not in 'hint_csv'", p.source));
-    h = make_hint(p.schedule, {p.devices, p.microbatches, 0, -1, 0});
+    if (p.schedule.empty())
+      throw SpecError(fmt::format("{}: a bidirectional plan names its zoo hint in 'schedule', which is missing",
+                                  p.source));
+    try {
+      h = make_hint(p.schedule, {p.devices, p.microbatches, 0, -1, 0});
+    } catch (const SpecError& e) {
+      throw SpecError(fmt::format("{}: 'schedule': {}", p.source, e.what()));
+    }
     if (h.spec().pipelines() != 2)
       throw SpecError(fmt::format("{}: schedule '{}' is not bidirectional", p.source, p.schedule));
   } else {

@@ -20,6 +20,8 @@ namespace rrfp {
 inline constexpr int kMaxPlanSeeds = 1000;
 inline constexpr int kMaxPlanSlack = 100000;
 inline constexpr int kMaxPlanReplicas = 4096;
+// Bytes, seconds and milliseconds a plan may hold: far beyond any real one.
+inline constexpr double kMaxPlanQuantity = 1e18;
 
 struct Plan {
   std::string source;           // the file, for messages

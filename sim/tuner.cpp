@@ -286,6 +286,9 @@ void check_tune_options(const TuneOptions& o) {
   if (o.devices < 1) throw SpecError("--devices must be at least 1");
   if (o.microbatches < 1) throw SpecError("--microbatches must be at least 1");
   if (!(o.memory_bytes >= 0)) throw SpecError("--memory-mb must not be negative");
+  if (o.memory_bytes > kMaxPlanQuantity)  // a plan file could not hold it
+    throw SpecError(fmt::format("--memory-mb {:.0f} is more than a plan holds ({:.0f} MiB)", o.memory_bytes / 1048576,
+                                kMaxPlanQuantity / 1048576));
   // The bounds a plan file is read back with (sim/plan.cpp).
   if (o.objective.seeds < 1 || o.objective.seeds > kMaxPlanSeeds)
     throw SpecError(fmt::format("--seeds must be from 1 to {}", kMaxPlanSeeds));

@@ -231,7 +231,23 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   refused("partition", std::vector<long long>{2147483647LL, 2147483647LL}, "the partition covers 4294967294 blocks");
   refused("predicted_seeds", 2000000000, "'predicted_seeds' = 2000000000 must be a number from 1 to 1000");
   refused("inflight_slack", 2147483647, "inflight_slack must be from 0 to 100000");
-  refused("policy", 3, "a field has the wrong type");
+  refused("policy", 3, "edited.json: 'policy' = 3 must be a string");
+  refused("schedule", 5, "'schedule' = 5 must be a string");
+  refused("mirror_reduce", true, "'mirror_reduce' = true must be a string");
+  refused("memory_bytes", "x", "'memory_bytes' must be a list of numbers");
+  refused("memory_bytes", {1.0, -2.0}, "'memory_bytes' holds -2.0");
+  refused("version", 2147483648LL, "'version' = 2147483648 is out of range");
+  // A limit no plan file could hold back is refused before the search.
+  TuneOptions limit;
+  limit.devices = 2;
+  limit.microbatches = 4;
+  limit.memory_bytes = 2e18;
+  try {
+    check_tune_options(limit);
+    ADD_FAILURE() << "--memory-mb past a plan's bound accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("is more than a plan holds"), std::string::npos) << e.what();
+  }
   refused("link", {{"bandwidth_Bps", -1}}, "'bandwidth_Bps' = -1");
   auto stage_refused = [&](const char* key, double value, const std::string& message) {
     nlohmann::json x = plan_json(plan);
