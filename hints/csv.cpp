@@ -133,20 +133,7 @@ Hint import_csv(const std::string& text, const std::string& source) {
 }
 
 Hint import_csv_file(const std::string& path) {
-  reject_directory(path, "hint file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError(fmt::format("cannot open '{}'", path));
-  // Schedules are small; a bound keeps a wrong path (a device, a huge file)
-  // from eating memory.
-  constexpr std::streamsize kMaxBytes = 256 << 20;
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (static_cast<std::streamsize>(text.size()) > kMaxBytes)
-      throw SpecError(fmt::format("'{}' is larger than {} MiB: not a schedule", path, kMaxBytes >> 20));
-  }
-  if (in.bad()) throw SpecError(fmt::format("cannot read '{}'", path));
+  std::string text = read_file_capped(path, "schedule", std::size_t{256} << 20);  // schedules are small
   // A UTF-8 byte order mark (spreadsheet exports write one) is not a cell.
   if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
   return import_csv(text, path);

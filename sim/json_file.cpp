@@ -15,11 +15,8 @@
 namespace rrfp {
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
-  reject_directory(path, what);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError(fmt::format("cannot read {} '{}'", what, path));
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw SpecError(fmt::format("cannot read {} '{}'", what, path));
+  // Profiles and plans are kilobytes; a long run's trace tens of megabytes.
+  const std::string text = read_file_capped(path, what, std::size_t{1} << 30);
   // The parser ends its input at a NUL byte, so a value followed by one
   // and anything after it would pass: no JSON text contains one.
   if (const size_t nul = text.find('\0'); nul != std::string::npos)
@@ -31,6 +28,13 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
   } catch (const nlohmann::json::exception& e) {
     throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
   }
+}
+
+std::string json_text_or(const nlohmann::json& j, const char* key, const std::string& fallback,
+                         const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_string()) throw SpecError(fmt::format("{}: '{}' = {} must be a string", where, key, j[key].dump()));
+  return j[key].get<std::string>();
 }
 
 void write_json_atomically(const std::string& path, const nlohmann::json& j) {

@@ -17,4 +17,9 @@ void write_json_atomically(const std::string& path, const nlohmann::json& j);
 // `indent` < 0: one line. Throws SpecError naming the file.
 void write_json_file(const std::string& path, const nlohmann::json& j, int indent = 2);
 
+// An optional string field of `j`, `fallback` when absent. Throws
+// SpecError naming `where` and the key when it is not a string.
+std::string json_text_or(const nlohmann::json& j, const char* key, const std::string& fallback,
+                         const std::string& where);
+
 }  // namespace rrfp

@@ -71,13 +71,6 @@ double number_in(const nlohmann::json& j, const char* key, double fallback, doub
   return v.get<double>();
 }
 
-// An optional string, `fallback` when absent.
-std::string text_or(const nlohmann::json& j, const char* key, const std::string& fallback, const std::string& where) {
-  if (!j.contains(key)) return fallback;
-  if (!j[key].is_string()) throw SpecError(fmt::format("{}: '{}' = {} must be a string", where, key, j[key].dump()));
-  return j[key].get<std::string>();
-}
-
 }  // namespace
 
 nlohmann::json plan_json(const Plan& p) {
@@ -119,7 +112,7 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   p.model = need<std::string>(j, "model", source);
   p.config = j.value("config", nlohmann::json::object());
   p.micro_batch_size = need<int>(j, "micro_batch_size", source);
-  p.profile = text_or(j, "profile", "", source);
+  p.profile = json_text_or(j, "profile", "", source);
   p.devices = need<int>(j, "devices", source);
   p.microbatches = need<int>(j, "microbatches", source);
   p.counts = need<std::vector<int>>(j, "partition", source);
@@ -127,7 +120,7 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   if (version != 1)
     throw SpecError(fmt::format("{}: plan format version {}; this rrfp reads version 1", source, version));
   p.placement = need<std::string>(j, "placement", source);
-  const std::string policy = text_or(j, "policy", "rrfp-wait", source);
+  const std::string policy = json_text_or(j, "policy", "rrfp-wait", source);
   try {
     check_placement(p.placement, "'placement'");
     (void)parse_mode(policy);
@@ -135,10 +128,10 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
     throw SpecError(fmt::format("{}: {}", source, e.what()));
   }
   p.stage_device = need<std::vector<int>>(j, "stage_device", source);
-  p.schedule = text_or(j, "schedule", "", source);
+  p.schedule = json_text_or(j, "schedule", "", source);
   p.policy = policy;
   p.inflight_slack = j.contains("inflight_slack") ? int_of(j["inflight_slack"], "inflight_slack", source) : 0;
-  p.csv = bidirectional_placement(p.placement) ? text_or(j, "hint_csv", "", source) : need<std::string>(j, "hint_csv", source);
+  p.csv = bidirectional_placement(p.placement) ? json_text_or(j, "hint_csv", "", source) : need<std::string>(j, "hint_csv", source);
   constexpr double kHuge = kMaxPlanQuantity;
   p.predicted_step_s = number_in(j, "predicted_step_s", 0.0, 0, kHuge, source);
   p.data_parallel = j.contains("data_parallel") ? int_of(j["data_parallel"], "data_parallel", source) : 1;
@@ -204,7 +197,7 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   p.latency_s = number_in(link, "latency_s", 0.0, 0, kMaxTaskSeconds, source);  // the simulator's bound
   p.bandwidth_Bps = number_in(link, "bandwidth_Bps", 0.0, 0, kHuge, source);  // 0: infinite
   p.link_ms = number_in(link, "link_ms", 0.0, 0, kMaxTaskSeconds * 1e3, source);
-  const std::string mirror = text_or(j, "mirror_reduce", "overlap", source);  // absent: plans before it, all overlap
+  const std::string mirror = json_text_or(j, "mirror_reduce", "overlap", source);  // absent: plans before it, all overlap
   if (mirror != "overlap" && mirror != "after-graph")
     throw SpecError(fmt::format("{}: 'mirror_reduce' is '{}' (overlap or after-graph)", source, mirror));
   p.mirror_after_graph = mirror == "after-graph";

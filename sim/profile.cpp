@@ -56,16 +56,22 @@ void check_splits(const ModelProfile& p) {
 }
 
 ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object() || j.value("format", "") != "rrfp-profile")
+  if (!j.is_object() || !j.contains("format") || j["format"] != "rrfp-profile")
     throw SpecError(fmt::format("'{}' is not an rrfp profile (write one with rrfp profile -o FILE)", source));
   ModelProfile p;
   p.source = source;
-  p.model = j.value("model", "");
+  p.model = json_text_or(j, "model", "", source);
   if (p.model != "gpt-tiny" && p.model != "mm-tiny")
     throw SpecError(fmt::format("{}: unknown model '{}'", source, p.model));
   if (!j.contains("config") || !j["config"].is_object())
     throw SpecError(fmt::format("{}: no 'config' object (the model's sizes, which a plan must match)", source));
   p.config = j["config"];
+  // The sizes a run's config is compared with, where given: each a positive integer.
+  for (const char* key : {"vocab", "d_model", "heads", "layers", "seq_len", "enc_layers"}) {
+    const auto v = p.config.find(key);
+    if (v != p.config.end() && (!v->is_number_integer() || v->get<double>() < 1 || v->get<double>() > 1e9))
+      throw SpecError(fmt::format("{}: config '{}' = {} must be a positive integer", source, key, v->dump()));
+  }
   const nlohmann::json mbs = j.value("micro_batch_size", nlohmann::json(0));
   // An integer from 1 to a million: 2.5 or 2^32 + 1 would be read as 2 or 1.
   if (!mbs.is_number_integer() || mbs.get<double>() < 1 || mbs.get<double>() > 1e6)
@@ -76,15 +82,18 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
     throw SpecError(fmt::format("{}: tensor_parallel {} must be an integer from 1 to {}", source, tp.dump(),
                                 kMaxTensorParallel));
   p.tensor_parallel = tp.get<int>();
-  p.executor = j.value("executor", "");
+  p.executor = json_text_or(j, "executor", "", source);
   if (!p.executor.empty() && p.executor != "starpu" && p.executor != "plain")
     throw SpecError(fmt::format("{}: executor '{}' (starpu or plain)", source, p.executor));
   const nlohmann::json workers = j.value("workers", nlohmann::json(0));  // absent: profiles before it
   if (!workers.is_number_integer() || workers.get<double>() < 0 || workers.get<double>() > 1e6)
     throw SpecError(fmt::format("{}: workers {} must be an integer from 0 (not recorded) to 1000000", source, workers.dump()));
   p.workers = workers.get<int>();
-  p.repetitions = j.value("repetitions", 0);
-  p.machine = j.value("machine", "");
+  const nlohmann::json reps = j.value("repetitions", nlohmann::json(0));
+  if (!reps.is_number_integer() || reps.get<double>() < 0 || reps.get<double>() > 1e9)
+    throw SpecError(fmt::format("{}: repetitions {} must be an integer from 0 to 1000000000", source, reps.dump()));
+  p.repetitions = reps.get<int>();
+  p.machine = json_text_or(j, "machine", "", source);
   if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].size() < 3)
     throw SpecError(fmt::format("{}: 'layers' must list the first layer, at least one block and the last", source));
   for (size_t i = 0; i < j["layers"].size(); ++i) {
@@ -92,7 +101,7 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
     const std::string where = fmt::format("{}: layer {}", source, i);
     if (!l.is_object()) throw SpecError(where + " is not an object");
     LayerProfile lp;
-    lp.name = l.value("name", fmt::format("layer{}", i));
+    lp.name = json_text_or(l, "name", fmt::format("layer{}", i), where);
     lp.f = parse_stats(l, "F", where);
     lp.b = parse_stats(l, "B", where);
     lp.w = parse_stats(l, "W", where);

@@ -95,7 +95,7 @@ TEST(CliCsv, NoMalformedOrMismatchedFileCrashesACommand) {
     for (const std::string& cmd : kCommands) expect_clean_error(cmd + "--hint csv:" + path, c.message);
     expect_clean_error("train --executor replay --hint csv:" + path, c.message);
   }
-  expect_clean_error(kTrain + "--hint csv:/nonexistent/x.csv", "cannot open");
+  expect_clean_error(kTrain + "--hint csv:/nonexistent/x.csv", "cannot read schedule '/nonexistent/x.csv'");
   expect_clean_error("bench --hint csv:" + ::testing::TempDir(), "is a directory, not a file");
 }
 

@@ -1,0 +1,62 @@
+// Hand-edited profiles and input files: a field of the wrong type or out
+// of range is named with its file (not nlohmann's bare message), and a path
+// that is a device or a huge file is refused by its size, not read until
+// memory runs out.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "graph/input_file.hpp"
+#include "sim/json_file.hpp"
+#include "sim/profile.hpp"
+#include "synthetic_profile.hpp"
+
+namespace rrfp {
+namespace {
+
+void refused(const nlohmann::json& j, const std::string& what) {
+  try {
+    (void)parse_profile(j, "edited.json");
+    ADD_FAILURE() << "accepted: " << what;
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
+TEST(FileFields, ProfileFieldsAreNamedWithTheirFile) {
+  const nlohmann::json good = profile_json(synthetic({1, 2}));
+  EXPECT_NO_THROW((void)parse_profile(good, "edited.json"));
+  auto with = [&](auto edit) {
+    nlohmann::json j = good;
+    edit(j);
+    return j;
+  };
+  refused(with([](auto& j) { j["model"] = 3; }), "edited.json: 'model' = 3 must be a string");
+  refused(with([](auto& j) { j["executor"] = 1; }), "edited.json: 'executor' = 1 must be a string");
+  refused(with([](auto& j) { j["machine"] = nullptr; }), "'machine' = null must be a string");
+  refused(with([](auto& j) { j["layers"][1]["name"] = 5; }), "edited.json: layer 1: 'name' = 5 must be a string");
+  refused(with([](auto& j) { j["repetitions"] = -1; }), "repetitions -1 must be an integer from 0");
+  refused(with([](auto& j) { j["config"]["d_model"] = "16"; }), "config 'd_model' = \"16\" must be a positive integer");
+  refused(with([](auto& j) { j["config"]["heads"] = -2; }), "config 'heads' = -2 must be a positive integer");
+  refused(with([](auto& j) { j["format"] = 7; }), "is not an rrfp profile");
+}
+
+TEST(FileFields, DevicesAndHugeFilesAreRefusedBySize) {
+  const std::string path = ::testing::TempDir() + "/rrfp_capped.txt";
+  std::ofstream(path) << std::string(3000, 'x');
+  EXPECT_EQ(read_file_capped(path, "schedule", 4096).size(), 3000u);
+  try {
+    (void)read_file_capped(path, "plan", 2048);
+    ADD_FAILURE() << "a file over the cap was read";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("is larger than 0 MiB: not a plan"), std::string::npos) << e.what();
+  }
+  // An endless device: refused at the cap (1 GiB for JSON would take a
+  // while; the CSV reader's 256 MiB cap is the same code).
+  EXPECT_THROW((void)read_file_capped("/dev/zero", "plan", std::size_t{1} << 20), SpecError);
+  EXPECT_THROW((void)read_json_file("/nonexistent/p.json", "plan"), SpecError);
+}
+
+}  // namespace
+}  // namespace rrfp
