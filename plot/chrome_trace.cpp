@@ -1,6 +1,9 @@
 #include <cmath>
 #include <fstream>
+#include <climits>
+#include <cstdint>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -38,11 +41,19 @@ Timeline read_chrome_trace(const std::string& path) {
   }
   if (!events->is_array()) throw SpecError(fmt::format("'{}': traceEvents is not a list", path));
   Timeline t;
-  std::map<long long, int> track_of;  // (pid, tid) -> dense track index
-  std::map<long long, std::string> names;
-  auto key = [](const nlohmann::json& e) {
-    return e.value("pid", 0LL) * 1000003LL + (e.contains("tid") && e["tid"].is_number() ? e["tid"].get<long long>() : 0);
+  using Key = std::pair<long long, long long>;  // (pid, tid)
+  std::map<Key, int> track_of;  // -> dense track index
+  std::map<Key, std::string> names;
+  auto id = [&path](const nlohmann::json& e, const char* field) -> long long {
+    if (!e.contains(field)) return 0;
+    const nlohmann::json& v = e[field];
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(LLONG_MAX))
+      throw SpecError(fmt::format("'{}': an event's {} {} is out of range", path, field, v.dump()));
+    if (!v.is_number_integer())
+      throw SpecError(fmt::format("'{}': an event's {} {} is not an integer", path, field, v.dump()));
+    return v.get<long long>();
   };
+  auto key = [&](const nlohmann::json& e) { return Key{id(e, "pid"), id(e, "tid")}; };
   try {
     for (const auto& e : *events) {
       if (!e.is_object()) continue;
@@ -54,7 +65,7 @@ Timeline read_chrome_trace(const std::string& path) {
       if (ph == "M" && e.value("name", "") == "process_name") t.title = arg_name;
       if (ph != "X") continue;
       Slice s;
-      long long k = key(e);
+      const Key k = key(e);
       auto it = track_of.find(k);
       if (it == track_of.end()) it = track_of.emplace(k, static_cast<int>(track_of.size())).first;
       s.track = it->second;
@@ -73,7 +84,7 @@ Timeline read_chrome_trace(const std::string& path) {
   }
   if (t.slices.empty()) throw SpecError(fmt::format("'{}' holds no complete (\"ph\":\"X\") events", path));
   // Tracks sorted by their original key so device 0 is on top.
-  std::vector<std::pair<long long, int>> order(track_of.begin(), track_of.end());
+  std::vector<std::pair<Key, int>> order(track_of.begin(), track_of.end());
   std::vector<int> remap(order.size());
   for (size_t i = 0; i < order.size(); ++i) remap[order[i].second] = static_cast<int>(i);
   for (Slice& s : t.slices) s.track = remap[s.track];

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "graph/input_file.hpp"
+#include "plot/timeline.hpp"
 #include "sim/json_file.hpp"
 #include "sim/profile.hpp"
 #include "synthetic_profile.hpp"
@@ -56,6 +57,24 @@ TEST(FileFields, DevicesAndHugeFilesAreRefusedBySize) {
   // while; the CSV reader's 256 MiB cap is the same code).
   EXPECT_THROW((void)read_file_capped("/dev/zero", "plan", std::size_t{1} << 20), SpecError);
   EXPECT_THROW((void)read_json_file("/nonexistent/p.json", "plan"), SpecError);
+}
+
+// A trace's pid and tid name a track: integers, compared as a pair (they
+// were once folded into one number that overflowed for large pids).
+TEST(FileFields, TraceTrackIdsAreIntegersAndDistinct) {
+  const std::string path = ::testing::TempDir() + "/rrfp_pid_trace.json";
+  auto write = [&](const nlohmann::json& pid_a, const nlohmann::json& tid_b) {
+    nlohmann::json ev = nlohmann::json::array();
+    ev.push_back({{"ph", "X"}, {"name", "0F0"}, {"pid", pid_a}, {"tid", 0}, {"ts", 0}, {"dur", 10}});
+    ev.push_back({{"ph", "X"}, {"name", "1F0"}, {"pid", 0}, {"tid", tid_b}, {"ts", 10}, {"dur", 10}});
+    std::ofstream(path) << nlohmann::json{{"traceEvents", ev}}.dump();
+  };
+  write(1, 1000003);  // pid 1 and tid 1000003 of pid 0 folded into one number once: one track
+  EXPECT_EQ(read_chrome_trace(path).tracks.size(), 2u);
+  write(9e18, 0);
+  EXPECT_THROW((void)read_chrome_trace(path), SpecError);
+  write(18446744073709551615ULL, 0);
+  EXPECT_THROW((void)read_chrome_trace(path), SpecError);
 }
 
 }  // namespace
