@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <utility>
@@ -97,7 +98,12 @@ void add_tune_command(CLI::App& app) {
         std::fflush(stdout);
       };
     std::vector<ModelProfile> profiles;
-    for (const std::string& path : split_list(*profile, "--profile")) profiles.push_back(read_profile(path));
+    for (const std::string& path : split_list(*profile, "--profile")) {
+      std::error_code ec;  // the plan would replace the measurements it was tuned from
+      if (path == *out || std::filesystem::equivalent(path, *out, ec))
+        throw SpecError(fmt::format("-o {} is the profile it reads (--profile): write the plan elsewhere", *out));
+      profiles.push_back(read_profile(path));
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const Plan p = tune_profiles(profiles, *o);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

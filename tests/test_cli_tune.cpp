@@ -60,6 +60,10 @@ TEST(CliTune, ProfileTuneSimulateAndTrainThePlan) {
   std::ifstream(tmp("cli_plan.json")) >> plan;
   for (const char* k : {"partition", "placement", "stage_device", "hint_csv", "predicted_step_s", "memory_bytes"})
     EXPECT_TRUE(plan.contains(k)) << k;
+  // The plan never replaces the profile it was tuned from.
+  auto over = run_cli("tune --profile " + profile() + " --devices 2 --microbatches 4 -o " + profile());
+  EXPECT_EQ(over.code, 2);
+  EXPECT_NE(over.out.find("is the profile it reads"), std::string::npos) << over.out;
 
   auto s = run_cli("sim --plan " + tmp("cli_plan.json") + " --json " + tmp("cli_plan_sim.json"));
   ASSERT_EQ(s.code, 0) << s.out;
