@@ -85,6 +85,7 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
 
 TEST(CliInputs, ADivergedLossStopsTheRunWithoutACheckpoint) {
   const std::string dir = ::testing::TempDir() + "rrfp_diverged_ckpt";
+  std::filesystem::remove_all(dir);
   auto r = run_cli(kTrain + "--steps 3 --lr 1e10 --checkpoint " + dir);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("the run diverged"), std::string::npos) << r.out;
@@ -93,8 +94,12 @@ TEST(CliInputs, ADivergedLossStopsTheRunWithoutACheckpoint) {
 
 TEST(CliInputs, AResumeThatWouldTrainNothingSaysSo) {
   const std::string dir = ::testing::TempDir() + "rrfp_resume_nothing";
+  std::filesystem::remove_all(dir);
   ASSERT_EQ(run_cli(kTrain + "--steps 3 --checkpoint " + dir).code, 0);
   expect_refused(kTrain + "--steps 2 --checkpoint " + dir + " --resume", "is at step 3; --steps 2 trains nothing more");
+  // A fresh run never replaces a run's saved state.
+  expect_refused(kTrain + "--steps 1 --checkpoint " + dir, "already holds a checkpoint: --resume continues it");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliInputs, UnknownTunerSchedulesAndPlanFlagsAreRefused) {

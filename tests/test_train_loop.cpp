@@ -157,6 +157,7 @@ TEST(TrainLoop, OptimizerStepIsAStarpuTaskOnTheStagesDevice) {
 TEST(TrainLoop, ThrowingOptimizerStepIsAnError) {
   const fs::path dir = fresh_dir("opt_fail");
   for (const char* pol : {"rrfp", "rrfp-fixed", "static-order", "eager"}) {
+    fs::remove_all(dir);  // each policy's run starts afresh
     TrainOptions o = tiny();
     o.steps = 3;
     o.executor = "starpu";

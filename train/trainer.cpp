@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "hints/generators.hpp"
@@ -132,6 +133,12 @@ Trainer::Impl::Impl(Resolved r)
                                   "0B2, or opt<stage>)", fault.task));
   }
   if (o.resume) resume();
+  // A fresh run would replace a run's saved state at its first checkpoint:
+  // training state is never lost silently (docs/training.md, "Checkpoints").
+  if (!o.resume && !o.checkpoint_dir.empty() && std::filesystem::exists(checkpoint_path(o.checkpoint_dir)))
+    throw SpecError(fmt::format("--checkpoint '{}' already holds a checkpoint: --resume continues it; to start over, "
+                                "remove it or choose another directory",
+                                o.checkpoint_dir));
   if (res.first_step > o.steps)
     throw SpecError(fmt::format("--resume: the checkpoint in '{}' is at step {}; --steps {} trains nothing more "
                                 "(--steps counts from the start of the run)", o.checkpoint_dir, res.first_step - 1,
