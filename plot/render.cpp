@@ -127,8 +127,10 @@ void render_timeline(const Timeline& t, const std::string& path) {
   cairo_surface_t* surface = svg ? cairo_svg_surface_create(file.write_path(), W, H)
                                  : cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(W), static_cast<int>(H));
   std::unique_ptr<cairo_surface_t, void (*)(cairo_surface_t*)> guard(surface, cairo_surface_destroy);
-  if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS)
-    throw SpecError(fmt::format("cannot create picture '{}'", path));
+  if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS)  // a PNG is at most 32767 pixels high in cairo
+    throw SpecError(fmt::format("cannot create picture '{}': {} tracks make it {:.0f} x {:.0f} pixels ({}){}", path,
+                                t.tracks.size(), W, H, cairo_status_to_string(cairo_surface_status(surface)),
+                                svg ? "" : "; an .svg has no such limit"));
   cairo_t* cr = cairo_create(surface);
   draw(cr, t, W, H, left, top, row);
   cairo_destroy(cr);
