@@ -8,7 +8,6 @@
 #include <string>
 
 #include "graph/input_file.hpp"
-#include "plot/render.hpp"
 #include "plot/timeline.hpp"
 #include "sim/json_file.hpp"
 #include "sim/profile.hpp"
@@ -76,22 +75,6 @@ TEST(FileFields, TraceTrackIdsAreIntegersAndDistinct) {
   EXPECT_THROW((void)read_chrome_trace(path), SpecError);
   write(18446744073709551615ULL, 0);
   EXPECT_THROW((void)read_chrome_trace(path), SpecError);
-}
-
-// A PNG too tall for cairo says why, and that an .svg would do.
-TEST(FileFields, APictureTooTallSaysWhy) {
-  Timeline t;
-  for (int i = 0; i < 5000; ++i) {
-    t.tracks.push_back("track " + std::to_string(i));
-    t.slices.push_back({i, "0F0", 0, 1});
-  }
-  try {
-    render_timeline(t, ::testing::TempDir() + "/rrfp_tall.png");
-    ADD_FAILURE() << "a 5000-track PNG was drawn";
-  } catch (const SpecError& e) {
-    EXPECT_NE(std::string(e.what()).find("5000 tracks make it 1400 x"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("an .svg has no such limit"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

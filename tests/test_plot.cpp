@@ -51,3 +51,19 @@ TEST(Plot, MalformedTracesAreRejected) {
   EXPECT_THROW(read_chrome_trace(tmp("nots.json")), SpecError);
   EXPECT_THROW(read_chrome_trace(tmp("missing.json")), SpecError);
 }
+
+// A PNG too tall for cairo says why, and that an .svg would do.
+TEST(Plot, APictureTooTallSaysWhy) {
+  rrfp::Timeline t;
+  for (int i = 0; i < 5000; ++i) {
+    t.tracks.push_back("track " + std::to_string(i));
+    t.slices.push_back({i, "0F0", 0, 1});
+  }
+  try {
+    rrfp::render_timeline(t, ::testing::TempDir() + "/rrfp_tall.png");
+    ADD_FAILURE() << "a 5000-track PNG was drawn";
+  } catch (const rrfp::SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("5000 tracks make it 1400 x"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("an .svg has no such limit"), std::string::npos) << e.what();
+  }
+}
