@@ -227,8 +227,9 @@ void add_compare(CLI::App* sim) {
     auto rows = compare_hints(names, f->hint.params, sc, f->act_mb * 1e6, f->weight_mb * 1e6, &csv);
     const std::string costs = sc.cost.durations ? "durations " + sc.cost.durations->source
                                                 : fmt::format("cost {} unit {} ms", f->cost.cost, sc.cost.unit_ms);
-    fmt::print("p={} m={} {}, latency {} ms, bandwidth {} Gbit/s, message {} MB\n", f->hint.params.stages,
-               f->hint.params.microbatches, costs, f->latency_ms, f->bandwidth_gbps, f->message_mb);
+    // The size the hints ran at (a lone CSV's own, else the flags').
+    fmt::print("p={} m={} {}, latency {} ms, bandwidth {} Gbit/s, message {} MB\n", rows.front().devices,
+               rows.front().microbatches, costs, f->latency_ms, f->bandwidth_gbps, f->message_mb);
     fmt::print("{}", format_compare(rows));
     if (!json->empty()) {
       nlohmann::json j = nlohmann::json::array();

@@ -32,8 +32,17 @@ std::vector<CompareRow> compare_hints(const std::vector<std::string>& hints, con
     if (name != "interleaved-1f1b") hp.chunks = 0;
     if (name != "hanayo") hp.waves = 0;  // --waves is hanayo's alone
     Hint h = make_hint(name, hp);
+    // A ranking compares hints of one size: a CSV of its own size would
+    // be ranked against the zoo's at --stages and --microbatches.
+    if (!rows.empty() && (h.devices() != rows.front().devices || h.spec().microbatches != rows.front().microbatches))
+      throw SpecError(fmt::format("sim compare ranks hints of one size: '{}' runs {} devices x {} microbatches, '{}' "
+                                  "{} x {}; give --stages and --microbatches (a CSV's own size must match them)",
+                                  rows.front().hint, rows.front().devices, rows.front().microbatches, name,
+                                  h.devices(), h.spec().microbatches));
     CompareRow row;
     row.hint = name;
+    row.devices = h.devices();
+    row.microbatches = h.spec().microbatches;
     row.model_stages = h.spec().stages;
     row.formula = formula_for(name, hp);
     const double scale = double(h.spec().devices) / h.spec().stages;

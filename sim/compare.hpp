@@ -14,6 +14,7 @@ namespace rrfp {
 struct CompareRow {
   std::string hint;
   int model_stages = 0;
+  int devices = 0, microbatches = 0;  // the same for every row of a ranking
   std::optional<Formula> formula;
   double table_makespan = 0, table_bubble = 0;     // device-time units
   double sim_fixed_s = 0, sim_rrfp_s = 0;          // seconds

@@ -127,9 +127,14 @@ TEST(CliInputs, AnUnknownCommandIsNamed) {
 TEST(CliInputs, SimCompareTakesACsvHintsOwnSizes) {
   const std::string csv = ::testing::TempDir() + "rrfp_inputs_1f1b.csv";
   ASSERT_EQ(run_cli("hints export --hint 1f1b --stages 2 --microbatches 2 > " + csv).code, 0);
-  auto r = run_cli("sim compare --hints 1f1b,csv:" + csv);  // 1f1b at the defaults, the CSV at its own
+  auto r = run_cli("sim compare --hints csv:" + csv);  // alone, at its own size, which the header says
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("p=2 m=2 ", 0), 0u) << r.out;
+  r = run_cli("sim compare --hints 1f1b,csv:" + csv + " --stages 2 --microbatches 2");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("csv:"), std::string::npos) << r.out;
+  // Beside 1f1b at the defaults (4 x 8) it would be ranked at another size.
+  expect_refused("sim compare --hints 1f1b,csv:" + csv, "ranks hints of one size: '1f1b' runs 4 devices x 8");
   expect_refused("sim compare --hints csv:" + csv + " --stages 4", "--stages 4");
 }
 
