@@ -52,15 +52,20 @@ double BaseCost::of(Kind k) const {
 BaseCost parse_cost(const std::string& spec) {
   BaseCost c;
   if (spec.empty()) return c;
+  std::vector<std::string> seen;  // a kind given twice: which one was meant?
   for (const std::string& item : split(spec, ',')) {
     auto eq = item.find('=');
     if (eq == std::string::npos) throw SpecError(fmt::format("--cost: '{}' is not KIND=VALUE (e.g. F=1,B=1,W=1)", item));
     std::string k = item.substr(0, eq);
     for (char& ch : k) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (k == "I") k = "B";
+    if (std::find(seen.begin(), seen.end(), k) != seen.end())
+      throw SpecError(fmt::format("--cost {}: {} is given twice", spec, k));
+    seen.push_back(k);
     double v = parse_number(item.substr(eq + 1), "--cost " + k);
     if (v < 0) throw SpecError(fmt::format("--cost: {} = {} is negative", k, v));
     if (k == "F") c.f = v;
-    else if (k == "B" || k == "I") c.b = v, c.split_given = true;
+    else if (k == "B") c.b = v, c.split_given = true;
     else if (k == "W") c.w = v, c.split_given = true;
     else if (k == "BW") c.bw = v;
     else throw SpecError(fmt::format("--cost: unknown kind '{}' (F, B, W or BW)", k));
@@ -144,7 +149,9 @@ void validate(const CostOptions& o) {
     if (!(v >= 0) || !std::isfinite(v)) throw SpecError(fmt::format("stage spread {} must be finite and >= 0", v));
   if (o.durations && !o.stage_base.empty())
     throw SpecError("--durations replays measured durations: drop --profile (or drop --durations)");
-  if (!(o.unit_ms > 0) || !std::isfinite(o.unit_ms)) throw SpecError(fmt::format("--unit-ms {} must be positive", o.unit_ms));
+  // Below a nanosecond a pass is no time at all (ratios of zero makespans).
+  if (!(o.unit_ms >= 1e-6) || !std::isfinite(o.unit_ms))
+    throw SpecError(fmt::format("--unit-ms {} must be at least 1e-06 (a nanosecond)", o.unit_ms));
   // A sweep over --link-ms keeps its jitter at a point without delay.
   check_link_delay(o.link_ms, o.link_jitter, false);
 }

@@ -81,6 +81,11 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
             0);
   expect_refused("sim sweep --hint 1f1b --stages 2 --param bandwidth --values 1e-30 --message-mb 1",
                  "--param bandwidth value 1e-30 must be 0 (infinite) or from 1e-06");
+  // Values that computed inf or picked one of two silently (fuzzing review).
+  expect_refused("sim --hint 1f1b --cost F=1,F=2", "--cost F=1,F=2: F is given twice");
+  expect_refused("sim --hint 1f1b --cost B=1,I=2", "B is given twice");
+  expect_refused("bench --hint 1f1b --unit-ms 1e-320", "--unit-ms 1e-320 must be at least 1e-06");
+  expect_refused("sim --hint 1f1b --act-mb 1e308", "at most 1e12 MB");
 }
 
 TEST(CliInputs, ADivergedLossStopsTheRunWithoutACheckpoint) {
