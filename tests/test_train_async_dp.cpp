@@ -18,23 +18,8 @@ namespace {
 using testing::losses;
 
 TrainOptions paci_dp(int stages, int steps) {
-  TrainOptions o;
-  o.gpt.d_model = 16;
-  o.gpt.heads = 2;
-  o.gpt.layers = 4;
-  o.gpt.seq_len = 16;
-  o.stages = stages;
-  o.microbatches = 4;  // --accumulate: each replica's share of a step
-  o.micro_batch_size = 2;
-  o.steps = steps;
-  o.hint = "1f1b";
-  o.split = 0;
-  o.lr = 1e-2;
-  o.deterministic = true;
-  o.policy = "rrfp-fixed";
-  o.async_mode = "paci";
-  o.async_window = 4;
-  o.data_parallel = 2;
+  TrainOptions o = testing::paci_run(stages, steps);
+  o.data_parallel = 2;  // --accumulate 4 is each replica's share of a step
   return o;
 }
 

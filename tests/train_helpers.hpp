@@ -47,6 +47,28 @@ inline TrainOptions small_run(int steps) {
   return o;
 }
 
+// PACI (--async paci) on a tiny gpt-tiny: --accumulate 4, 4-step windows,
+// deterministic under rrfp-fixed, fused backward as the paper.
+inline TrainOptions paci_run(int stages, int steps) {
+  TrainOptions o;
+  o.gpt.d_model = 16;
+  o.gpt.heads = 2;
+  o.gpt.layers = 4;
+  o.gpt.seq_len = 16;
+  o.stages = stages;
+  o.microbatches = 4;  // --accumulate (per replica with --data-parallel)
+  o.micro_batch_size = 2;
+  o.steps = steps;
+  o.hint = "1f1b";
+  o.split = 0;
+  o.lr = 1e-2;
+  o.deterministic = true;
+  o.policy = "rrfp-fixed";
+  o.async_mode = "paci";
+  o.async_window = 4;
+  return o;
+}
+
 // The losses of a run, step by step.
 inline std::vector<double> losses(const TrainResult& r) {
   std::vector<double> l;
