@@ -112,6 +112,10 @@ struct CostFlags {
   }
   CostOptions resolve() const {
     if (!durations.empty()) refuse_synthetic_costs("--durations");
+    // The flag as typed (sim compare scales it per hint afterwards): below
+    // a nanosecond a pass is no time at all, and ratios of makespans inf.
+    if (!(opt.unit_ms >= 1e-6) || !std::isfinite(opt.unit_ms))
+      throw SpecError(fmt::format("--unit-ms {} must be at least 1e-06 (a nanosecond)", opt.unit_ms));
     CostOptions o = opt;
     check_link_delay(o.link_ms, o.link_jitter, !link_swept);
     o.base = parse_cost(cost);

@@ -35,7 +35,8 @@ inline std::string read_file_capped(const std::string& path, const char* what, s
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, static_cast<size_t>(in.gcount()));
     if (text.size() > max_bytes)
-      throw SpecError(fmt::format("'{}' is larger than {} MiB: not a {}", path, max_bytes >> 20, what));
+      throw SpecError(fmt::format("{} '{}' is larger than {} MiB, more than this reader takes", what, path,
+                                  max_bytes >> 20));
   }
   if (in.bad()) throw SpecError(fmt::format("cannot read {} '{}'", what, path));
   return text;

@@ -69,8 +69,9 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   std::vector<int> version;  // [s * gate_lag + j], owned by the stage's epilogue device
   for (int s = 0; s < S && p.group > 0; ++s)
     for (int j = 0; j < o.gate_lag; ++j) version.push_back(add(HandleKind::Version, s, -1, 0, spec.device_of(s, 0), 8));
-  // Forward windows: per stage, W tokens owned by the device of its
-  // microbatch 0 (PACI: the stage's one device).
+  // Forward windows: per stage and pipeline, W tokens owned by the stage's
+  // device in that pipeline (PACI: the stage's one device, or each
+  // replica's copy's).
   if (!o.forward_window.empty() && static_cast<int>(o.forward_window.size()) != S)
     throw SpecError(fmt::format("a forward window per stage needed: {} given for {} stages", o.forward_window.size(), S));
   if (!o.forward_window.empty() && T > 1) throw SpecError("forward windows do not support tensor parallelism");

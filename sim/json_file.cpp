@@ -15,8 +15,9 @@
 namespace rrfp {
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
-  // Profiles and plans are kilobytes; a long run's trace tens of megabytes.
-  const std::string text = read_file_capped(path, what, std::size_t{1} << 30);
+  // Profiles and plans are kilobytes, a long run's trace up to hundreds of
+  // megabytes: 4 GiB bounds a wrong path (a device), not a real file.
+  const std::string text = read_file_capped(path, what, std::size_t{4} << 30);
   // The parser ends its input at a NUL byte, so a value followed by one
   // and anything after it would pass: no JSON text contains one.
   if (const size_t nul = text.find('\0'); nul != std::string::npos)

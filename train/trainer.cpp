@@ -135,7 +135,10 @@ Trainer::Impl::Impl(Resolved r)
   if (o.resume) resume();
   // A fresh run would replace a run's saved state at its first checkpoint:
   // training state is never lost silently (docs/training.md, "Checkpoints").
-  if (!o.resume && !o.checkpoint_dir.empty() && std::filesystem::exists(checkpoint_path(o.checkpoint_dir)))
+  // Under mpirun rank 0 alone writes there (another rank's node may hold a
+  // stale file of its own); its error stops every rank.
+  if (!o.resume && !o.checkpoint_dir.empty() && (!mpi || mpi_rank == 0) &&
+      std::filesystem::exists(checkpoint_path(o.checkpoint_dir)))
     throw SpecError(fmt::format("--checkpoint '{}' already holds a checkpoint: --resume continues it; to start over, "
                                 "remove it or choose another directory",
                                 o.checkpoint_dir));
