@@ -4,6 +4,12 @@
 
 namespace rrfp {
 
+std::vector<int> PipelineSpec::pipeline_places() const {
+  std::vector<int> place(microbatches), seen(pipelines(), 0);
+  for (int m = 0; m < microbatches; ++m) place[m] = seen[pipeline_of(m)]++;
+  return place;
+}
+
 bool PipelineSpec::mixed_backward() const {
   if (split_override.empty()) return false;
   bool any_split = false, any_fused = false;

@@ -39,6 +39,10 @@ struct PipelineSpec {
     return split_override.empty() ? split_backward
                                   : split_override[static_cast<size_t>(stage) * microbatches + mb] != 0;
   }
+  // Per microbatch, its index among its pipeline's microbatches (one
+  // pipeline: m itself): what PACI's windows count with data-parallel
+  // replicas.
+  std::vector<int> pipeline_places() const;
   // True when some (stage, microbatch) is split and another fused.
   bool mixed_backward() const;
   // Stages held by device d in pipeline 0, ascending.

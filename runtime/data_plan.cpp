@@ -83,12 +83,9 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   // replicas under PACI): per pipeline its microbatches in order, and each
   // microbatch's place among them.
   const int Pn = spec.pipelines();
+  const std::vector<int> place = spec.pipeline_places();
   std::vector<std::vector<int>> pipe_mbs(Pn);
-  std::vector<int> place(M);
-  for (int m = 0; m < M; ++m) {
-    place[m] = static_cast<int>(pipe_mbs[spec.pipeline_of(m)].size());
-    pipe_mbs[spec.pipeline_of(m)].push_back(m);
-  }
+  for (int m = 0; m < M; ++m) pipe_mbs[spec.pipeline_of(m)].push_back(m);
   // A window of a pipeline's microbatches or more holds no forward back:
   // no tokens then.
   auto window_of = [&](int s, int m) {
@@ -198,6 +195,9 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
   p.access.insert(p.access.end(), link_access.begin(), link_access.end());
   p.slot.insert(p.slot.end(), link_slot.begin(), link_slot.end());
   const int groups = p.group > 0 ? M / p.group : 1;
+  // Per (group, pipeline): the pipeline's last microbatch in the group (-1: none).
+  std::vector<int> group_last(static_cast<size_t>(groups) * Pn, -1);
+  for (int m = 0; m < M && p.group > 0; ++m) group_last[static_cast<size_t>(m / p.group) * Pn + spec.pipeline_of(m)] = m;
   if (o.epilogues)
     for (int k = 0; k < groups; ++k)
       for (int t = 0; t < T; ++t)
@@ -214,12 +214,10 @@ DataPlan plan_data(const TaskGraph& g, const DataPlanOptions& o) {
           // this update too: a stage updates before its next forward (in
           // every pipeline: each one's last microbatch of the group).
           if (p.group > 0)
-            for (int q = 0; q < Pn; ++q) {
-              int last = -1;
-              for (int m : pipe_mbs[q])
-                if (m / p.group == k) last = m;
-              if (last >= 0 && window_of(s, last) > 0) a.push_back({window_token(s, last), Access::W});
-            }
+            for (int q = 0; q < Pn; ++q)
+              if (const int last = group_last[static_cast<size_t>(k) * Pn + q];
+                  last >= 0 && window_of(s, last) > 0)
+                a.push_back({window_token(s, last), Access::W});
           if (!has_acc(t))  // a follower's: after the last pass of each microbatch (its stash's last writer)
             for (int m = 0; m < M; ++m) a.push_back({stash[at(t, s, m)], Access::R});
           p.access.push_back(std::move(a));

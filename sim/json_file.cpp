@@ -31,6 +31,14 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
   }
 }
 
+int json_int_in(const nlohmann::json& j, const char* key, int fallback, int lo, int hi, const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  const nlohmann::json& v = j[key];
+  if (!v.is_number_integer() || v.get<double>() < lo || v.get<double>() > hi)
+    throw SpecError(fmt::format("{}: {} {} must be an integer from {} to {}", where, key, v.dump(), lo, hi));
+  return v.get<int>();
+}
+
 std::string json_text_or(const nlohmann::json& j, const char* key, const std::string& fallback,
                          const std::string& where) {
   if (!j.contains(key)) return fallback;

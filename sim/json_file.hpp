@@ -17,6 +17,10 @@ void write_json_atomically(const std::string& path, const nlohmann::json& j);
 // `indent` < 0: one line. Throws SpecError naming the file.
 void write_json_file(const std::string& path, const nlohmann::json& j, int indent = 2);
 
+// An optional integer field of `j` within [lo, hi], `fallback` when
+// absent: 2.5 or 2^32 + 1 would otherwise be read as 2 or 1. Throws
+// SpecError naming `where`, the key and the value.
+int json_int_in(const nlohmann::json& j, const char* key, int fallback, int lo, int hi, const std::string& where);
 // An optional string field of `j`, `fallback` when absent. Throws
 // SpecError naming `where` and the key when it is not a string.
 std::string json_text_or(const nlohmann::json& j, const char* key, const std::string& fallback,

@@ -72,27 +72,14 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
     if (v != p.config.end() && (!v->is_number_integer() || v->get<double>() < 1 || v->get<double>() > 1e9))
       throw SpecError(fmt::format("{}: config '{}' = {} must be a positive integer", source, key, v->dump()));
   }
-  const nlohmann::json mbs = j.value("micro_batch_size", nlohmann::json(0));
-  // An integer from 1 to a million: 2.5 or 2^32 + 1 would be read as 2 or 1.
-  if (!mbs.is_number_integer() || mbs.get<double>() < 1 || mbs.get<double>() > 1e6)
-    throw SpecError(fmt::format("{}: micro_batch_size {} must be an integer from 1 to 1000000", source, mbs.dump()));
-  p.micro_batch_size = mbs.get<int>();
-  const nlohmann::json tp = j.value("tensor_parallel", nlohmann::json(1));  // absent: profiles before it
-  if (!tp.is_number_integer() || tp.get<double>() < 1 || tp.get<double>() > kMaxTensorParallel)
-    throw SpecError(fmt::format("{}: tensor_parallel {} must be an integer from 1 to {}", source, tp.dump(),
-                                kMaxTensorParallel));
-  p.tensor_parallel = tp.get<int>();
+  if (!j.contains("micro_batch_size")) throw SpecError(fmt::format("{}: 'micro_batch_size' is missing", source));
+  p.micro_batch_size = json_int_in(j, "micro_batch_size", 0, 1, 1000000, source);
+  p.tensor_parallel = json_int_in(j, "tensor_parallel", 1, 1, kMaxTensorParallel, source);  // absent: profiles before it
   p.executor = json_text_or(j, "executor", "", source);
   if (!p.executor.empty() && p.executor != "starpu" && p.executor != "plain")
     throw SpecError(fmt::format("{}: executor '{}' (starpu or plain)", source, p.executor));
-  const nlohmann::json workers = j.value("workers", nlohmann::json(0));  // absent: profiles before it
-  if (!workers.is_number_integer() || workers.get<double>() < 0 || workers.get<double>() > 1e6)
-    throw SpecError(fmt::format("{}: workers {} must be an integer from 0 (not recorded) to 1000000", source, workers.dump()));
-  p.workers = workers.get<int>();
-  const nlohmann::json reps = j.value("repetitions", nlohmann::json(0));
-  if (!reps.is_number_integer() || reps.get<double>() < 0 || reps.get<double>() > 1e9)
-    throw SpecError(fmt::format("{}: repetitions {} must be an integer from 0 to 1000000000", source, reps.dump()));
-  p.repetitions = reps.get<int>();
+  p.workers = json_int_in(j, "workers", 0, 0, 1000000, source);  // 0 or absent: profiles before it
+  p.repetitions = json_int_in(j, "repetitions", 0, 0, 1000000000, source);
   p.machine = json_text_or(j, "machine", "", source);
   if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].size() < 3)
     throw SpecError(fmt::format("{}: 'layers' must list the first layer, at least one block and the last", source));

@@ -26,13 +26,6 @@ using testing::use_policy;
 // D copies of the window's 1F1B, each taking a of every step's D x a microbatches.
 Hint paci_replicas(int P, int a, int steps, int D) { return replicate(make_hint("1f1b", {P, a * steps, 0, 0, 0}), D, a); }
 
-// Microbatch m's index among its copy's microbatches.
-int place_of(const PipelineSpec& sp, int m) {
-  int n = 0;
-  for (int k = 0; k < m; ++k) n += sp.pipeline_of(k) == sp.pipeline_of(m);
-  return n;
-}
-
 TEST(RuntimeAsyncDataParallel, EachCopyHasItsOwnWindowInTheDataFlow) {
   const int P = 3, a = 2, steps = 4, D = 2;
   const Hint h = paci_replicas(P, a, steps, D);
@@ -46,10 +39,13 @@ TEST(RuntimeAsyncDataParallel, EachCopyHasItsOwnWindowInTheDataFlow) {
   for (int s = 0; s < P; ++s) o.forward_window.push_back(P - s);
   const DataPlan p = plan_data(g, o);
   const auto deps = implied_dependencies(p, g.topological_order(p.window_edges));
+  const std::vector<int> place = sp.pipeline_places();
+  for (int m = 0; m < sp.microbatches; ++m)  // step k's share of a replica follows its k earlier shares
+    EXPECT_EQ(place[m], (m / (D * a)) * a + m % a) << m;
   int with_update = 0, windowed = 0;
   for (int s = 0; s < P; ++s)
     for (int m = 0; m < sp.microbatches; ++m) {
-      const int f = g.find(Kind::F, s, m), w = P - s, at = place_of(sp, m);
+      const int f = g.find(Kind::F, s, m), w = P - s, at = place[m];
       const auto& d = deps[f];
       auto has = [&](int node) { return std::count(d.begin(), d.end(), node) > 0; };
       // Never the other copy's backwards: each copy's window is its own.

@@ -6,6 +6,8 @@
 // are refused.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "plot/timeline.hpp"
@@ -39,21 +41,7 @@ TEST(TrainAsync, DriftStaysWithinPaciBoundAndReachesIt) {
       o.deterministic = o.policy == "rrfp-fixed";  // the freshest weights elsewhere
       const TrainResult r = train(o);
       ASSERT_EQ(r.steps.size(), 4u);
-      int most = 0;
-      for (const auto& st : r.steps) {
-        ASSERT_EQ(static_cast<int>(st.drift_max.size()), P);
-        for (int s = 0; s < P; ++s) {
-          EXPECT_EQ(st.drift_bound[s], paci_drift_bound(P, s, 4, 0));
-          EXPECT_LE(st.drift_max[s], st.drift_bound[s]) << pol << " P=" << P << " step " << st.step << " stage " << s;
-          EXPECT_LE(st.drift_mean[s], st.drift_max[s]);
-          most = std::max(most, st.drift_max[s]);
-        }
-        EXPECT_EQ(st.drift_max[P - 1], 0) << "the last stage runs each backward right after its forward";
-      }
-      // The first step's microbatches see no update: none has happened yet.
-      for (int s = 0; s < P; ++s) EXPECT_EQ(r.steps[0].drift_max[s], 0);
-      // Later steps' first microbatch on stage 0 started before the update.
-      EXPECT_EQ(most, 1) << pol << " P=" << P;
+      testing::expect_paci_drift(r, P, 4, fmt::format("{} P={}", pol, P));
     }
 }
 

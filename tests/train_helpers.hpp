@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "train/async_window.hpp"
 #include "train/data.hpp"
 #include "train/pipeline.hpp"
 #include "train/trainer.hpp"
@@ -67,6 +69,27 @@ inline TrainOptions paci_run(int stages, int steps) {
   o.async_mode = "paci";
   o.async_window = 4;
   return o;
+}
+
+// A PACI run of P stages and `accumulate` microbatches per update (per
+// replica) under `what`: every step's recorded drift within the stated
+// bound, which is PACI's, none on the last stage, none in the first step
+// (no update yet), and the bound reached (a later step's first microbatch
+// on stage 0 crosses an update).
+inline void expect_paci_drift(const TrainResult& r, int P, int accumulate, const std::string& what) {
+  int most = 0;
+  for (const auto& st : r.steps) {
+    ASSERT_EQ(static_cast<int>(st.drift_max.size()), P) << what;
+    for (int s = 0; s < P; ++s) {
+      EXPECT_EQ(st.drift_bound[s], paci_drift_bound(P, s, accumulate, 0)) << what;
+      EXPECT_LE(st.drift_max[s], st.drift_bound[s]) << what << " step " << st.step << " stage " << s;
+      EXPECT_LE(st.drift_mean[s], st.drift_max[s]) << what;
+      most = std::max(most, st.drift_max[s]);
+    }
+    EXPECT_EQ(st.drift_max[P - 1], 0) << what << ": the last stage runs each backward right after its forward";
+  }
+  for (int s = 0; s < P && !r.steps.empty(); ++s) EXPECT_EQ(r.steps[0].drift_max[s], 0) << what;
+  EXPECT_EQ(most, 1) << what;
 }
 
 // The losses of a run, step by step.

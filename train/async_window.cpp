@@ -148,10 +148,8 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   // window lets it start on (docs/async.md, "Reproducible PACI").
   std::optional<PinnedVersions> pinned;
   if (o_.async_mode == "paci" && o_.deterministic) {
-    const PipelineSpec& spec = g.spec();  // each replica's microbatches counted apart
-    std::vector<int> place(MW), seen(spec.pipelines(), 0);
-    for (int m = 0; m < MW; ++m) place[m] = seen[spec.pipeline_of(m)]++;
-    pinned.emplace(eo.forward_window, M_ / std::max(1, o_.data_parallel), place);
+    // Each replica's microbatches counted apart.
+    pinned.emplace(eo.forward_window, M_ / std::max(1, o_.data_parallel), g.spec().pipeline_places());
   }
   AmdpRanks* xr = sh.ranks.get();  // AMDP across ranks: gradient sums and weights as StarPU data
   if (xr) {
