@@ -21,22 +21,10 @@ namespace {
 using testing::losses;
 
 TrainOptions amdp(int stages, int directions, int steps) {
-  TrainOptions o;
-  o.gpt.d_model = 16;
-  o.gpt.heads = 2;
-  o.gpt.layers = 4;
-  o.gpt.seq_len = 16;
-  o.stages = stages;
+  TrainOptions o = testing::paci_run(stages, steps);  // the same small run, another method
   o.microbatches = 2 * directions;  // --accumulate
-  o.micro_batch_size = 2;
-  o.steps = steps;
-  o.split = 0;
-  o.lr = 1e-2;
-  o.deterministic = true;
-  o.policy = "rrfp-fixed";
   o.async_mode = "amdp";
   o.directions = directions;
-  o.async_window = 4;
   return o;
 }
 
