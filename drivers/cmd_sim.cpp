@@ -340,13 +340,17 @@ void add_async(CLI::App* sim) {
       "async", "PACI or AMDP (no flush, per-stage updates) against the same schedule flushed every step, per step");
   auto f = std::make_shared<SimFlags>();
   auto stages = std::make_shared<int>(4), accumulate = std::make_shared<int>(4), window = std::make_shared<int>(8);
-  auto directions = std::make_shared<int>(2);
+  auto directions = std::make_shared<int>(2), data_parallel = std::make_shared<int>(1);
   auto method = std::make_shared<std::string>("paci");
   c->add_option("--method", *method, "paci (1F1B) or amdp (multi-directional)")->capture_default_str();
   c->add_option("--directions", *directions, "amdp: 2 (stages even) or 4 (stages divisible by 4)")
       ->capture_default_str();
   c->add_option("--stages", *stages, "pipeline stages, one a device")->capture_default_str();
-  c->add_option("--accumulate", *accumulate, "microbatches per update (a step)")->capture_default_str();
+  c->add_option("--accumulate", *accumulate, "microbatches per update (a step), per replica")->capture_default_str();
+  c->add_option("--data-parallel", *data_parallel,
+                "paci: replicas of the pipeline, each on devices of its own, updating each stage together once a "
+                "step (as rrfp train --async paci --data-parallel D)")
+      ->capture_default_str();
   c->add_option("--window", *window, "steps per graph")->capture_default_str();
   c->add_option("--update-ms", f->update_ms, "each stage's optimizer update (ms), run before its device's next pass")
       ->capture_default_str();
@@ -356,18 +360,24 @@ void add_async(CLI::App* sim) {
   c->add_option("--inflight-slack", f->slack, "extra in-flight microbatches over the hint's peak")
       ->check(CLI::Range(0, 1000000));
   c->add_option("--json", f->json, "write the estimate as JSON");
-  c->callback([c, f, method, directions, stages, accumulate, window] {
+  c->callback([c, f, method, directions, data_parallel, stages, accumulate, window] {
     refuse_flags_before(c);
     if (*method != "paci" && *method != "amdp")
       throw SpecError(fmt::format("unknown --method '{}' (known: paci, amdp)", *method));
     if (*method == "paci" && c->count("--directions") > 0)
       throw SpecError("--directions is for --method amdp; PACI has one direction");
+    if (*method == "amdp" && *data_parallel != 1)  // as rrfp train refuses it
+      throw SpecError("--data-parallel is for --method paci: AMDP's directions are its copies of each stage");
     const bool amdp = *method == "amdp";
     const AsyncEstimate e =
         amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, f->scenario(), f->update_ms * 1e-3)
-             : simulate_paci(*stages, *accumulate, *window, f->scenario(), f->update_ms * 1e-3);
-    const std::string order = amdp ? fmt::format("amdp-{} order", *directions) : "1f1b";
-    fmt::print("sim async {} stages={} accumulate={} window={} policy={} update={} ms\n", *method, *stages,
+             : simulate_paci(*stages, *accumulate, *window, f->scenario(), f->update_ms * 1e-3, *data_parallel);
+    const std::string order = amdp ? fmt::format("amdp-{} order", *directions)
+                              : *data_parallel > 1 ? fmt::format("1f1b x {} replicas", *data_parallel) : "1f1b";
+    fmt::print("sim async {} stages={}{} accumulate={} window={} policy={} update={} ms\n", *method, *stages,
+               *data_parallel > 1 ? fmt::format(" data_parallel={} devices={}", *data_parallel,
+                                                *data_parallel * *stages)
+                                  : "",
                *accumulate, *window, f->policy, f->update_ms);
     fmt::print("  flush every step ({}): step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", order, e.sync_step_s,
                e.sync_bubble, e.sync_peak_inflight);
@@ -382,6 +392,7 @@ void add_async(CLI::App* sim) {
                           {"sync_peak_inflight", e.sync_peak_inflight},
                           {"async_peak_inflight", e.async_peak_inflight}};
       if (amdp) j["directions"] = *directions;
+      if (!amdp) j["data_parallel"] = *data_parallel;
       write_json_file(f->json, j);
     }
   });

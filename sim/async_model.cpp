@@ -9,21 +9,24 @@
 
 #include "hints/gen_amdp.hpp"
 #include "hints/generators.hpp"
+#include "hints/replicate.hpp"
 
 namespace rrfp {
 
 namespace {
 
 // Both methods: `hint(steps)` is the order of that many steps of
-// `accumulate` microbatches; one step (a flush each) against `window`.
-AsyncEstimate estimate(const char* method, int stages, int accumulate, int window, Scenario sc, double update_s,
-                       int gate_lag, const std::function<Hint(int steps)>& hint) {
+// `accumulate` microbatches a replica (`replicas` of them, whose copies of
+// a stage update together); one step (a flush each) against `window`.
+AsyncEstimate estimate(const char* method, int stages, int accumulate, int window, int replicas, Scenario sc,
+                       double update_s, int gate_lag, const std::function<Hint(int steps)>& hint) {
   if (stages < 1 || accumulate < 1 || window < 1)
     throw SpecError(fmt::format("{} needs stages, --accumulate and --window of at least 1 (got {}, {}, {})", method,
                                 stages, accumulate, window));
   if (!(update_s >= 0) || std::isinf(update_s)) throw SpecError("--update-ms must be a finite number >= 0");
-  (void)grouped_microbatches(accumulate, window);  // the window fits, before any step is simulated
-  sc.update_group = accumulate;
+  if (replicas < 1) throw SpecError(fmt::format("{} needs --data-parallel of at least 1 (got {})", method, replicas));
+  (void)grouped_microbatches(accumulate * replicas, window);  // the window fits, before any step is simulated
+  sc.update_group = accumulate * replicas;  // a step: every replica's share
   sc.update_s = update_s;
   sc.gate_lag = gate_lag;
   auto one = [&](int steps, double& step_s, double& bubble, int& peak) {
@@ -41,13 +44,16 @@ AsyncEstimate estimate(const char* method, int stages, int accumulate, int windo
 
 }  // namespace
 
-AsyncEstimate simulate_paci(int stages, int accumulate, int window, Scenario sc, double update_s) {
-  return estimate("PACI", stages, accumulate, window, std::move(sc), update_s, 0,
-                  [&](int steps) { return make_hint("1f1b", {stages, grouped_microbatches(accumulate, steps), 0, 0, 0}); });
+AsyncEstimate simulate_paci(int stages, int accumulate, int window, Scenario sc, double update_s,
+                            int data_parallel) {
+  return estimate("PACI", stages, accumulate, window, data_parallel, std::move(sc), update_s, 0, [&](int steps) {
+    const Hint one = make_hint("1f1b", {stages, grouped_microbatches(accumulate, steps), 0, 0, 0});
+    return replicate(one, data_parallel, accumulate);  // numbered step by step, as the trainer's window
+  });
 }
 
 AsyncEstimate simulate_amdp(int stages, int directions, int accumulate, int window, Scenario sc, double update_s) {
-  return estimate("AMDP", stages, accumulate, window, std::move(sc), update_s, 2,
+  return estimate("AMDP", stages, accumulate, window, 1, std::move(sc), update_s, 2,
                   [&](int steps) { return amdp_hint(stages, directions, accumulate, steps); });
 }
 

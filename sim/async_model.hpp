@@ -18,8 +18,15 @@ struct AsyncEstimate {
   int sync_peak_inflight = 0, async_peak_inflight = 0;  // max over devices
 };
 
-// Throws SpecError for stages, accumulate or window < 1, or a run that stalls.
-AsyncEstimate simulate_paci(int stages, int accumulate, int window, Scenario sc, double update_s);
+// PACI with data_parallel > 1: that many replicas of its 1F1B, on devices
+// of their own, each taking `accumulate` of a step's data_parallel x
+// accumulate microbatches (replicate(hint, D, A), as `rrfp train --async
+// paci --data-parallel D` splits them); one update per stage and step over
+// every copy's backwards, paid on every device holding the stage.
+// Throws SpecError for stages, accumulate, window or data_parallel < 1,
+// or a run that stalls.
+AsyncEstimate simulate_paci(int stages, int accumulate, int window, Scenario sc, double update_s,
+                            int data_parallel = 1);
 // Also throws SpecError for a placement AMDP cannot make (gen_amdp.hpp).
 AsyncEstimate simulate_amdp(int stages, int directions, int accumulate, int window, Scenario sc, double update_s);
 

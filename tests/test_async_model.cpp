@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "graph/pipeline_spec.hpp"
 #include "hints/gen_amdp.hpp"
@@ -68,6 +69,42 @@ TEST(AsyncModel, BadInputIsRefused) {
   o.duration = [](int) { return 1.0; };
   o.update_s = 0.1;
   EXPECT_THROW(simulate(amdp_hint(4, 2, 4, 1), o), SpecError);
+}
+
+// PACI with data-parallel replicas (--data-parallel D): with equal costs
+// every copy runs its replica's 1F1B as the single pipeline does, and the
+// stage's one update a step (over every copy's backwards, on every holder)
+// costs what one replica's did.
+TEST(AsyncModel, ReplicasOfEqualCostsStepAsOnePipeline) {
+  for (int P : {2, 4})
+    for (double update_s : {0.0, 0.5e-3}) {
+      const AsyncEstimate one = simulate_paci(P, 4, 4, Scenario{}, update_s);
+      for (int D : {2, 4}) {
+        const AsyncEstimate e = simulate_paci(P, 4, 4, Scenario{}, update_s, D);
+        EXPECT_NEAR(e.sync_step_s, one.sync_step_s, 1e-12) << P << " " << D;
+        EXPECT_NEAR(e.async_step_s, one.async_step_s, 1e-12) << P << " " << D << " update " << update_s;
+        EXPECT_EQ(e.async_peak_inflight, one.async_peak_inflight);
+      }
+    }
+  EXPECT_THROW(simulate_paci(4, 4, 4, Scenario{}, 0, 0), SpecError);
+}
+
+// With varying costs the copies of a stage update together, so each step
+// waits for the slowest replica: more replicas, a longer step on average
+// (independent copies would keep one pipeline's), and no flush still
+// shortens it.
+TEST(AsyncModel, ReplicasWaitForTheSlowestAtEachUpdate) {
+  double one = 0, four = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    Scenario sc;
+    sc.cost.var = parse_variability("lognormal:0.6");
+    sc.cost.seed = seed;
+    one += simulate_paci(4, 4, 4, sc, 0.5e-3).async_step_s;
+    const AsyncEstimate e = simulate_paci(4, 4, 4, sc, 0.5e-3, 4);
+    four += e.async_step_s;
+    EXPECT_LT(e.async_step_s, e.sync_step_s) << seed;
+  }
+  EXPECT_GT(four, one * 1.03);
 }
 
 TEST(AsyncModel, AmdpWithoutAFlushShortensTheStep) {
