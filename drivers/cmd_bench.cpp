@@ -57,6 +57,7 @@ nlohmann::json rank_agreement(const Hint& hint, const BenchConfig& cfg, const Be
 }
 
 void run(const BenchArgs& a) {
+  refuse_train_fault_env("rrfp bench", " (it fails a task with RRFP_MPI_FAIL_TASK=LABEL)");
   const bool mpi = launched_under_mpi();  // devices spread over ranks: see docs/mpi.md
   if (a.tensor_parallel < 1) throw SpecError("--tensor-parallel must be at least 1");
   Hint hint = a.hint.make();  // the generators and the CSV import check the dimensions

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "drivers/commands.hpp"
+#include "drivers/env_config.hpp"
 #include "drivers/flags.hpp"
 #include "runtime/session.hpp"
 #include "sim/profile.hpp"
@@ -51,6 +52,7 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   c->add_option("-o,--output", *out, "write the profile JSON here")->required();
   c->callback([c, o, out, widths] {
+    refuse_train_fault_env("rrfp profile", "");
     // Each would change nothing where it does not apply: refused, not ignored.
     const bool mm = o->model.model == "mm-tiny";
     for (const char* flag : {"--seq-len", "--mlp-widths", "--data"})

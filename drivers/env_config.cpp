@@ -43,6 +43,13 @@ double mpi_timeout_from_env() {
 
 std::string fail_task_from_env() { return env("RRFP_FAIL_TASK"); }
 
+void refuse_train_fault_env(const char* command, const char* instead) {
+  for (const char* var : {"RRFP_FAIL_TASK", "RRFP_FAIL_STEP"})
+    if (!env(var).empty())
+      throw SpecError(fmt::format("{} is set, and only rrfp train reads it: {} would never fail{}", var, command,
+                                  instead));
+}
+
 int fail_step_from_env() {
   const std::string s = env("RRFP_FAIL_STEP");
   if (s.empty()) return -1;

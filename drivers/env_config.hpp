@@ -17,6 +17,10 @@ double mpi_timeout_from_env();
 // RRFP_FAIL_TASK (a task label, or opt<s> for stage s's optimizer step) and RRFP_FAIL_STEP.
 std::string fail_task_from_env();
 int fail_step_from_env();
+// A command that does not read RRFP_FAIL_TASK / RRFP_FAIL_STEP refuses
+// them: a failure that can never fire would pass a fault test silently.
+// `instead` says what that command offers (may be empty).
+void refuse_train_fault_env(const char* command, const char* instead);
 
 // RRFP_INFLIGHT_SLACK (raise every in-flight cap by K); 0 when unset.
 int inflight_slack_from_env();

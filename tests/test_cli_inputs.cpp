@@ -229,6 +229,30 @@ TEST(CliInputs, OverflowsAndBrokenEnvironmentsAreRefused) {
   EXPECT_NE(r.out.find("--executor replay runs in one process"), std::string::npos) << r.out;
 }
 
+// RRFP_FAIL_TASK where it cannot fire would let a fault test pass without
+// a fault: refused by name.
+TEST(CliInputs, TrainFaultVariablesAreRefusedWhereTheyCannotFire) {
+  auto r = run_cli("bench --hint 1f1b --stages 2 --microbatches 2", "RRFP_FAIL_TASK=1B0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("RRFP_FAIL_TASK is set, and only rrfp train reads it: rrfp bench would never fail (it fails a "
+                       "task with RRFP_MPI_FAIL_TASK=LABEL)"),
+            std::string::npos)
+      << r.out;
+  r = run_cli("profile --layers 2 --repetitions 1 -o " + ::testing::TempDir() + "rrfp_never.json",
+              "RRFP_FAIL_STEP=2");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("RRFP_FAIL_STEP is set, and only rrfp train reads it: rrfp profile would never fail"),
+            std::string::npos)
+      << r.out;
+  r = run_cli(kTrain + "--steps 1 --executor plain", "RRFP_FAIL_TASK=1B0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--executor plain runs no task graph"), std::string::npos) << r.out;
+  // The optimizer's step is a call plain makes: it fails there.
+  r = run_cli(kTrain + "--steps 1 --executor plain", "RRFP_FAIL_TASK=opt1");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("injected failure in the optimizer step of stage 1"), std::string::npos) << r.out;
+}
+
 TEST(CliInputs, AJsonFileWithAnythingAfterItsValueIsRefused) {
   const std::string dir = ::testing::TempDir();
   auto r = run_cli("profile --layers 2 --d-model 16 --heads 2 --seq-len 8 --micro-batch-size 1 --repetitions 1 -o " +

@@ -131,6 +131,11 @@ Trainer::Impl::Impl(Resolved r)
     if (!names_one)
       throw SpecError(fmt::format("RRFP_FAIL_TASK='{}' names no task of this run (a cell label such as 1F0 or "
                                   "0B2, or opt<stage>)", fault.task));
+    bool optimizer = false;
+    for (int s = 0; s < P; ++s) optimizer = optimizer || fault.names_optimizer(s);
+    if (o.executor == "plain" && !optimizer)  // plain runs each microbatch's passes as one call, not as tasks
+      throw SpecError(fmt::format("RRFP_FAIL_TASK='{}' names a pass, and --executor plain runs no task graph: "
+                                  "use --executor starpu or replay (plain can fail opt<stage>)", fault.task));
   }
   if (o.resume) resume();
   // A fresh run would replace a run's saved state at its first checkpoint:
