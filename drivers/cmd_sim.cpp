@@ -354,6 +354,10 @@ void add_async(CLI::App* sim) {
   c->add_option("--window", *window, "steps per graph")->capture_default_str();
   c->add_option("--update-ms", f->update_ms, "each stage's optimizer update (ms), run before its device's next pass")
       ->capture_default_str();
+  c->add_option("--weight-mb", f->weight_mb,
+                "weight MB per stage: what a stage's copies (replicas, AMDP's directions) reduce before each update, "
+                "over --bandwidth-gbps")
+      ->capture_default_str();
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
   c->add_option("--policy", f->policy, "rrfp, rrfp-wait or rrfp-fixed");
@@ -368,10 +372,15 @@ void add_async(CLI::App* sim) {
       throw SpecError("--directions is for --method amdp; PACI has one direction");
     if (*method == "amdp" && *data_parallel != 1)  // as rrfp train refuses it
       throw SpecError("--data-parallel is for --method paci: AMDP's directions are its copies of each stage");
+    if (c->count("--mirror-reduce") > 0 && f->scenario().comm.mirror_after_graph)
+      throw SpecError("sim async reduces each step's gradients before that step's update, as AMDP under mpirun "
+                      "does: --mirror-reduce after-graph is a synchronous step's exchange");
     const bool amdp = *method == "amdp";
+    Scenario sc = f->scenario();
+    if (*stages > 0) sc.memory.weight_bytes.assign(*stages, f->weight_mb * 1e6);
     const AsyncEstimate e =
-        amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, f->scenario(), f->update_ms * 1e-3)
-             : simulate_paci(*stages, *accumulate, *window, f->scenario(), f->update_ms * 1e-3, *data_parallel);
+        amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, sc, f->update_ms * 1e-3)
+             : simulate_paci(*stages, *accumulate, *window, sc, f->update_ms * 1e-3, *data_parallel);
     const std::string order = amdp ? fmt::format("amdp-{} order", *directions)
                               : *data_parallel > 1 ? fmt::format("1f1b x {} replicas", *data_parallel) : "1f1b";
     fmt::print("sim async {} stages={}{} accumulate={} window={} policy={} update={} ms\n", *method, *stages,

@@ -28,10 +28,10 @@ void CommModel::validate() const {
 namespace {
 
 struct Event {
-  enum Type { Finish, Arrival, Release, Wake, UpdateDone };
+  enum Type { Finish, Arrival, Release, Wake, UpdateDone, Reduced };
   double time;
   long long seq;   // FIFO among equal times: deterministic
-  int who;         // Finish: the task; Arrival: the consumer task; Release, Wake, UpdateDone: the device
+  int who;  // Finish: the task; Arrival: the consumer task; Release, Wake, UpdateDone: the device; Reduced: the update
   Type type;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
@@ -103,6 +103,7 @@ class Sim {
           case Event::Release: release(e.who, t); break;
           case Event::Wake: touch(e.who); break;
           case Event::UpdateDone: update_done(e.who, t); break;
+          case Event::Reduced: apply_update(e.who, t); break;
         }
       }
       if (o_.tie_shuffle_seed) shuffle_touched();
@@ -112,6 +113,7 @@ class Sim {
     r_.waits = arb_.waits();
     if (!r_.complete) r_.stuck = "the run cannot progress:\n" + arb_.describe();
     else replica_allreduce();
+    r_.makespan = reduced_until_;  // a last reduction with nothing after it (update_s 0)
     for (int d = 0; d < D; ++d) {
       r_.makespan = std::max(r_.makespan, busy_until_[d]);
       r_.peak_inflight.push_back(arb_.peak_inflight(d));
@@ -218,10 +220,23 @@ class Sim {
     touch(d);
   }
 
-  // Stage update `u` is due (UpdateHolds::completed): on every device that
-  // holds the stage, now if it is idle, else when its current pass and
-  // sends end. With update_s 0 it releases its held tasks at once.
+  // Stage update `u` is due (UpdateHolds::completed). A stage with several
+  // holders first reduces the group's gradients over the link (SimOptions::
+  // update_group), the devices computing meanwhile.
   void update_due(int u, double t) {
+    const int s = holds_.stage_of(u), n = static_cast<int>(holders_[s].size());
+    if (group_reduce_ && n > 1) {
+      const double r = reduce_s(s, n);
+      reduced_until_ = std::max(reduced_until_, t + r);
+      if (r > 0) return push(t + r, u, Event::Reduced);
+    }
+    apply_update(u, t);
+  }
+
+  // The update on every device that holds the stage, now if it is idle,
+  // else when its current pass and sends end. With update_s 0 it releases
+  // its held tasks at once.
+  void apply_update(int u, double t) {
     if (o_.update_s <= 0) {
       for (int h : holds_.held(u)) ready_one(h, t);
       return;
@@ -271,7 +286,7 @@ class Sim {
   // exchanges run them, each when its holders' previous one is done.
   void replica_allreduce() {
     const PipelineSpec& sp = g_.spec();
-    if (sp.pipelines() < 2) return;
+    if (sp.pipelines() < 2 || group_reduce_) return;  // group_reduce_: update_due reduced each group
     const CommModel& c = o_.comm;
     double graph_end = 0;
     for (double e : r_.end) graph_end = std::max(graph_end, e);
@@ -287,20 +302,24 @@ class Sim {
       for (int m = 0; m < sp.microbatches && !c.mirror_after_graph; ++m)
         for (Kind k : {Kind::F, Kind::B, Kind::W, Kind::BW})
           if (int id = g_.find(k, s, m); id >= 0) last = std::max(last, r_.end[id]);
-      // Two copies swap their sums (one latency, the bytes once); more
-      // (data-parallel replicas) run a ring all-reduce: 2(n-1) steps of
-      // 1/n of the bytes each.
-      const int n = static_cast<int>(holders.size());
-      const double steps = n == 2 ? 1 : 2.0 * (n - 1), share = n == 2 ? 1 : 2.0 * (n - 1) / n;
-      double bytes = o_.memory.weight_bytes.empty() ? 1.0 : o_.memory.weight_bytes[s];
-      double wire = std::isinf(c.bandwidth_Bps) ? 0 : share * bytes / c.bandwidth_Bps;
-      double done = last + steps * c.latency_s + wire;
+      double done = last + reduce_s(s, static_cast<int>(holders.size()));
       for (int d : holders) exchanged[d] = done;
       // The stage's last update applies the reduced gradients: after the
       // reduction, not beside it (run() charged its time already).
       if (o_.update_s > 0) done += o_.update_s;
       for (int d : holders) busy_until_[d] = std::max(busy_until_[d], done);
     }
+  }
+
+  // Stage s's gradient reduction between its n holders. Two copies swap
+  // their sums (one latency, the bytes once); more (data-parallel
+  // replicas) run a ring all-reduce: 2(n-1) steps of 1/n of the bytes each.
+  double reduce_s(int s, int n) const {
+    const CommModel& c = o_.comm;
+    const double steps = n == 2 ? 1 : 2.0 * (n - 1), share = n == 2 ? 1 : 2.0 * (n - 1) / n;
+    const double bytes = o_.memory.weight_bytes.empty() ? 1.0 : o_.memory.weight_bytes[s];
+    const double wire = std::isinf(c.bandwidth_Bps) ? 0 : share * bytes / c.bandwidth_Bps;
+    return steps * c.latency_s + wire;
   }
 
   void weights() {
@@ -324,6 +343,10 @@ class Sim {
   long long seq_ = 0;
   std::vector<int> missing_, touched_;
   UpdateHolds holds_;  // SimOptions::update_group / gate_lag
+  // Update groups reduce a replicated stage's gradients each (update_due),
+  // not once after the graph (replica_allreduce), unless mirror_after_graph.
+  const bool group_reduce_ = o_.update_group > 0 && !o_.comm.mirror_after_graph;
+  double reduced_until_ = 0;
   // Updates (SimOptions::update_s): due and running per device, holders
   // per stage, holders still updating per update.
   std::vector<std::vector<int>> due_, running_updates_, holders_;

@@ -107,6 +107,19 @@ TEST(AsyncModel, ReplicasWaitForTheSlowestAtEachUpdate) {
   EXPECT_GT(four, one * 1.03);
 }
 
+// A replicated stage's copies reduce every step's gradients before the
+// step's update, over the link: the next step's backwards wait for it, so
+// a window pays one reduction a step, not one at its end.
+TEST(AsyncModel, ReplicasReduceBeforeEveryUpdate) {
+  Scenario sc;
+  sc.comm.bandwidth_Bps = 1e8;
+  sc.memory.weight_bytes.assign(4, 1e6);  // 10 ms a reduction, 3 ms of passes a microbatch
+  const AsyncEstimate one = simulate_paci(4, 4, 4, sc, 0), two = simulate_paci(4, 4, 4, sc, 0, 2);
+  EXPECT_NEAR(two.sync_step_s, one.sync_step_s + 0.01, 1e-9) << "a flushed step reduces after its last pass";
+  EXPECT_GT(two.async_step_s, one.async_step_s + 0.005) << "reduced once a window, it would add 2.5 ms a step";
+  EXPECT_LT(two.async_step_s, two.sync_step_s) << "the next step's forwards overlap the reduction";
+}
+
 TEST(AsyncModel, AmdpWithoutAFlushShortensTheStep) {
   for (auto [P, dirs] : {std::pair{4, 2}, {8, 2}, {8, 4}, {16, 4}}) {
     Scenario sc;
