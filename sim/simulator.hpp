@@ -67,8 +67,9 @@ struct SimOptions {
   // copy of its weights, as separate GPUs do), after the group's last W/BW
   // has sent its output and before that device's next pass (as the rrfp
   // policies run a due update); the held tasks become ready when every
-  // holder's update has ended. A stage with several holders updates last
-  // after the mirror reduction (replica_allreduce).
+  // holder's update has ended. A stage with several holders first reduces
+  // the group's gradients over the link (CommModel; with
+  // mirror_after_graph once after the graph instead, replica_allreduce).
   int update_group = 0;
   int gate_lag = 0;
   double update_s = 0;

@@ -61,6 +61,7 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
   expect_refused("sim async --method paci --directions 4", "--directions is for --method amdp");
   expect_refused("sim async --method amdp --data-parallel 2", "--data-parallel is for --method paci");
   expect_refused("sim async --data-parallel 0", "PACI needs --data-parallel of at least 1");
+  expect_refused("sim async --data-parallel 2 --mirror-reduce after-graph", "is a synchronous step's exchange");
   expect_refused(kTrain + "--steps 1 --stages 4 --async amdp --hint 1f1b", "does not accept the hint '1f1b'");
   expect_refused(kTrain + "--steps 2 --min-lr 1e-4", "--min-lr applies to --lr-decay cosine or linear");
   expect_refused(kTrain + "--steps 2 --lr-decay-steps 4", "--lr-decay-steps applies to --lr-decay cosine or linear");
