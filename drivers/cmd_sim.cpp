@@ -372,12 +372,12 @@ void add_async(CLI::App* sim) {
       throw SpecError("--directions is for --method amdp; PACI has one direction");
     if (*method == "amdp" && *data_parallel != 1)  // as rrfp train refuses it
       throw SpecError("--data-parallel is for --method paci: AMDP's directions are its copies of each stage");
-    if (c->count("--mirror-reduce") > 0 && f->scenario().comm.mirror_after_graph)
+    Scenario sc = f->scenario();
+    if (sc.comm.mirror_after_graph)
       throw SpecError("sim async reduces each step's gradients before that step's update, as AMDP under mpirun "
                       "does: --mirror-reduce after-graph is a synchronous step's exchange");
     const bool amdp = *method == "amdp";
-    Scenario sc = f->scenario();
-    if (*stages > 0) sc.memory.weight_bytes.assign(*stages, f->weight_mb * 1e6);
+    if (*stages > 0) sc.memory.weight_bytes.assign(*stages, f->weight_mb * 1e6);  // what a step's reduction moves
     const AsyncEstimate e =
         amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, sc, f->update_ms * 1e-3)
              : simulate_paci(*stages, *accumulate, *window, sc, f->update_ms * 1e-3, *data_parallel);
@@ -385,7 +385,7 @@ void add_async(CLI::App* sim) {
                               : *data_parallel > 1 ? fmt::format("1f1b x {} replicas", *data_parallel) : "1f1b";
     fmt::print("sim async {} stages={}{} accumulate={} window={} policy={} update={} ms\n", *method, *stages,
                *data_parallel > 1 ? fmt::format(" data_parallel={} devices={}", *data_parallel,
-                                                *data_parallel * *stages)
+                                                static_cast<long long>(*data_parallel) * *stages)
                                   : "",
                *accumulate, *window, f->policy, f->update_ms);
     fmt::print("  flush every step ({}): step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", order, e.sync_step_s,
@@ -400,6 +400,11 @@ void add_async(CLI::App* sim) {
                           {"sync_bubble", e.sync_bubble}, {"async_bubble", e.async_bubble},
                           {"sync_peak_inflight", e.sync_peak_inflight},
                           {"async_peak_inflight", e.async_peak_inflight}};
+      j["link"] = {{"latency_s", sc.comm.latency_s},
+                   {"bandwidth_Bps", std::isinf(sc.comm.bandwidth_Bps) ? nlohmann::json()
+                                                                       : nlohmann::json(sc.comm.bandwidth_Bps)},
+                   {"message_bytes", sc.comm.message_bytes},
+                   {"weight_bytes", f->weight_mb * 1e6}};
       if (amdp) j["directions"] = *directions;
       if (!amdp) j["data_parallel"] = *data_parallel;
       write_json_file(f->json, j);

@@ -1,9 +1,9 @@
 // Fault injection for tests, as an ExecOptions::task_hook: the task whose
 // label is `task` ("1F5", PyTorch's cell, or "1BW5" by kind name) throws,
 // kills its process with SIGKILL (a rank that dies without a goodbye) or
-// hangs. Drivers build it from RRFP_FAIL_TASK, RRFP_MPI_FAIL_TASK,
-// RRFP_MPI_KILL_TASK and RRFP_MPI_HANG_TASK (docs/mpi.md); production runs
-// have no hook at all.
+// hangs. Drivers build it from RRFP_MPI_FAIL_TASK, RRFP_MPI_KILL_TASK and
+// RRFP_MPI_HANG_TASK (docs/mpi.md; rrfp train's RRFP_FAIL_TASK is
+// train/trainer_io.hpp's Fault); production runs have no hook at all.
 #pragma once
 
 #include <functional>

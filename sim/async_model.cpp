@@ -25,6 +25,9 @@ AsyncEstimate estimate(const char* method, int stages, int accumulate, int windo
                                 stages, accumulate, window));
   if (!(update_s >= 0) || std::isinf(update_s)) throw SpecError("--update-ms must be a finite number >= 0");
   if (replicas < 1) throw SpecError(fmt::format("{} needs --data-parallel of at least 1 (got {})", method, replicas));
+  if (static_cast<long long>(accumulate) * replicas > kMaxMicrobatches)
+    throw SpecError(fmt::format("--accumulate {} x --data-parallel {} microbatches a step is over the limit of {}",
+                                accumulate, replicas, kMaxMicrobatches));
   (void)grouped_microbatches(accumulate * replicas, window);  // the window fits, before any step is simulated
   sc.update_group = accumulate * replicas;  // a step: every replica's share
   sc.update_s = update_s;

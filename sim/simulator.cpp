@@ -228,7 +228,10 @@ class Sim {
     if (group_reduce_ && n > 1) {
       const double r = reduce_s(s, n);
       reduced_until_ = std::max(reduced_until_, t + r);
-      if (r > 0) return push(t + r, u, Event::Reduced);
+      if (r > 0) {
+        push(t + r, u, Event::Reduced);
+        return;
+      }
     }
     apply_update(u, t);
   }
@@ -344,7 +347,8 @@ class Sim {
   std::vector<int> missing_, touched_;
   UpdateHolds holds_;  // SimOptions::update_group / gate_lag
   // Update groups reduce a replicated stage's gradients each (update_due),
-  // not once after the graph (replica_allreduce), unless mirror_after_graph.
+  // not once after the graph (replica_allreduce), unless mirror_after_graph
+  // (reads o_, declared above).
   const bool group_reduce_ = o_.update_group > 0 && !o_.comm.mirror_after_graph;
   double reduced_until_ = 0;
   // Updates (SimOptions::update_s): due and running per device, holders

@@ -10,6 +10,8 @@
 
 #include "graph/pipeline_spec.hpp"
 #include "hints/gen_amdp.hpp"
+#include "hints/generators.hpp"
+#include "hints/replicate.hpp"
 #include "sim/async_model.hpp"
 #include "sim/simulator.hpp"
 
@@ -118,6 +120,24 @@ TEST(AsyncModel, ReplicasReduceBeforeEveryUpdate) {
   EXPECT_NEAR(two.sync_step_s, one.sync_step_s + 0.01, 1e-9) << "a flushed step reduces after its last pass";
   EXPECT_GT(two.async_step_s, one.async_step_s + 0.005) << "reduced once a window, it would add 2.5 ms a step";
   EXPECT_LT(two.async_step_s, two.sync_step_s) << "the next step's forwards overlap the reduction";
+  // With an update to pay, each holder's starts after the group's last
+  // backward and the reduction after it.
+  const int A = 4, D = 2, K = 4;
+  Scenario paid = sc;
+  paid.update_group = A * D;
+  paid.update_s = 0.5e-3;
+  const Hint h = replicate(make_hint("1f1b", {4, A * K, 0, 0, 0}), D, A);
+  const ScenarioResult r = run_scenario(h, paid);
+  ASSERT_TRUE(r.sim.complete) << r.sim.stuck;
+  EXPECT_EQ(r.sim.updates.size(), 4u * K * D) << "every stage, step and holder";
+  for (const auto& u : r.sim.updates) {
+    const int stage = u.update / K, group = u.update % K;
+    double last = 0;
+    for (int m = group * A * D; m < (group + 1) * A * D; ++m)
+      last = std::max(last, r.sim.end[h.graph->backward_of(stage, m)]);
+    EXPECT_GE(u.start, last + 0.01 - 1e-9) << "update " << u.update << " on device " << u.device;
+  }
+  EXPECT_THROW(simulate_paci(4, 4, 4, sc, 0, 1 << 30), SpecError) << "A x D over the limit, not an overflow";
 }
 
 TEST(AsyncModel, AmdpWithoutAFlushShortensTheStep) {

@@ -92,6 +92,25 @@ TEST(CliSim, UpdateMsChargesTheStepsUpdates) {
   EXPECT_NE(bad.out.find("--update-ms -1 must be a finite number >= 0"), std::string::npos) << bad.out;
 }
 
+// sim async's replicas reduce --weight-mb per stage over the link every
+// step; the JSON says what the link and the reduction were.
+TEST(CliSim, AsyncReplicasReduceTheirWeightsOverTheLink) {
+  auto step = [](const std::string& mb) {
+    const std::string out = tmp("ar.json");
+    auto r = run_cli("sim async --stages 4 --accumulate 4 --window 4 --data-parallel 2 --bandwidth-gbps 0.8 "
+                     "--weight-mb " + mb + " --json " + out);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("data_parallel=2 devices=8"), std::string::npos) << r.out;
+    nlohmann::json j;
+    std::ifstream(out) >> j;
+    EXPECT_EQ(j["data_parallel"], 2);
+    EXPECT_DOUBLE_EQ(j["link"]["weight_bytes"].get<double>(), std::stod(mb) * 1e6);
+    EXPECT_DOUBLE_EQ(j["link"]["bandwidth_Bps"].get<double>(), 1e8);
+    return j["async_step_s"].get<double>();
+  };
+  EXPECT_GT(step("1"), step("0") + 0.005) << "10 ms a step's reduction, partly overlapped";
+}
+
 TEST(CliSim, FlagsBeforeASubcommandAreRefusedNotDropped) {
   // `sim --update-ms 0.2 async` used to run async without the update.
   for (const char* sub : {"async", "sweep --values 0,0.3", "compare"}) {
