@@ -348,15 +348,12 @@ void add_async(CLI::App* sim) {
   c->add_option("--stages", *stages, "pipeline stages, one a device")->capture_default_str();
   c->add_option("--accumulate", *accumulate, "microbatches per update (a step), per replica")->capture_default_str();
   c->add_option("--data-parallel", *data_parallel,
-                "paci: replicas of the pipeline, each on devices of its own, updating each stage together once a "
-                "step (as rrfp train --async paci --data-parallel D)")
+                "paci: replicas on devices of their own, each stage's copies updating together once a step")
       ->capture_default_str();
   c->add_option("--window", *window, "steps per graph")->capture_default_str();
   c->add_option("--update-ms", f->update_ms, "each stage's optimizer update (ms), run before its device's next pass")
       ->capture_default_str();
-  c->add_option("--weight-mb", f->weight_mb,
-                "weight MB per stage: what a stage's copies (replicas, AMDP's directions) reduce before each update, "
-                "over --bandwidth-gbps")
+  c->add_option("--weight-mb", f->weight_mb, "weight MB per stage: what its copies reduce before each update")
       ->capture_default_str();
   add_cost_flags(c, f->cost);
   add_comm_flags(c, *f);
@@ -381,12 +378,11 @@ void add_async(CLI::App* sim) {
     const AsyncEstimate e =
         amdp ? simulate_amdp(*stages, *directions, *accumulate, *window, sc, f->update_ms * 1e-3)
              : simulate_paci(*stages, *accumulate, *window, sc, f->update_ms * 1e-3, *data_parallel);
+    const bool replicas = *data_parallel > 1;  // the hint was built: D x P devices fit an int
     const std::string order = amdp ? fmt::format("amdp-{} order", *directions)
-                              : *data_parallel > 1 ? fmt::format("1f1b x {} replicas", *data_parallel) : "1f1b";
+                              : replicas ? fmt::format("1f1b x {} replicas", *data_parallel) : "1f1b";
     fmt::print("sim async {} stages={}{} accumulate={} window={} policy={} update={} ms\n", *method, *stages,
-               *data_parallel > 1 ? fmt::format(" data_parallel={} devices={}", *data_parallel,
-                                                static_cast<long long>(*data_parallel) * *stages)
-                                  : "",
+               replicas ? fmt::format(" data_parallel={} devices={}", *data_parallel, *data_parallel * *stages) : "",
                *accumulate, *window, f->policy, f->update_ms);
     fmt::print("  flush every step ({}): step {:.6f} s  bubble {:.4f}  peak in-flight {}\n", order, e.sync_step_s,
                e.sync_bubble, e.sync_peak_inflight);

@@ -53,9 +53,7 @@ inline TrainOptions small_run(int steps) {
 // deterministic under rrfp-fixed, fused backward as the paper.
 inline TrainOptions paci_run(int stages, int steps) {
   TrainOptions o;
-  o.gpt.d_model = 16;
-  o.gpt.heads = 2;
-  o.gpt.layers = 4;
+  o.gpt = small_gpt(2, 4);
   o.gpt.seq_len = 16;
   o.stages = stages;
   o.microbatches = 4;  // --accumulate (per replica with --data-parallel)

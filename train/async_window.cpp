@@ -63,7 +63,7 @@ int async_drift_bound(const TrainOptions& o, int stages, int stage) {
   // o is the resolved run's: its microbatches count every replica's.
   return o.async_mode == "amdp"
              ? 1
-             : paci_drift_bound(stages, stage, o.microbatches / std::max(1, o.data_parallel), o.inflight_slack);
+             : paci_drift_bound(stages, stage, replica_share(o), o.inflight_slack);
 }
 
 AsyncWindows::AsyncWindows(const TrainOptions& o, const Model& model, int stages, std::vector<std::int64_t> msg_shape)
@@ -74,10 +74,10 @@ AsyncWindows::Shape& AsyncWindows::shape(int K) {
   if (it != shapes_.end()) return it->second;
   const bool amdp = o_.async_mode == "amdp";
   // PACI with D data-parallel replicas: D copies of the window's 1F1B, each
-  // taking M / D of every step's microbatches (its share of the update).
-  const int D = std::max(1, o_.data_parallel);
+  // taking its share A of every step's microbatches (of the update).
+  const int A = replica_share(o_);
   Shape sh{amdp ? amdp_hint(P_, o_.directions, M_, K)
-                : replicate(make_hint("1f1b", {P_, K * M_ / D, 0, 0, 0}), D, M_ / D),
+                : replicate(make_hint("1f1b", {P_, K * A, 0, 0, 0}), std::max(1, o_.data_parallel), A),
            nullptr, nullptr};
   sh.pipe = std::make_unique<Pipeline>(model_, P_, K * M_, o_.deterministic, o_.partition);
   sh.pipe->set_message_shape(msg_shape_);
@@ -149,7 +149,7 @@ std::vector<StepRecord> AsyncWindows::run(int first_step, std::vector<std::vecto
   std::optional<PinnedVersions> pinned;
   if (o_.async_mode == "paci" && o_.deterministic) {
     // Each replica's microbatches counted apart.
-    pinned.emplace(eo.forward_window, M_ / std::max(1, o_.data_parallel), g.spec().pipeline_places());
+    pinned.emplace(eo.forward_window, replica_share(o_), g.spec().pipeline_places());
   }
   AmdpRanks* xr = sh.ranks.get();  // AMDP across ranks: gradient sums and weights as StarPU data
   if (xr) {

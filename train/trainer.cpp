@@ -125,15 +125,13 @@ Trainer::Impl::Impl(Resolved r)
                       "every rank needs the same ones");
   }
   if (!fault.task.empty()) {  // a failure that can never fire would pass a fault test silently
-    bool names_one = false;
-    for (int id = 0; id < g.size() && !names_one; ++id) names_one = task_matches(g, id, fault.task);
-    for (int s = 0; s < P && !names_one; ++s) names_one = fault.names_optimizer(s);
-    if (!names_one)
+    bool optimizer = false, pass = false;
+    for (int s = 0; s < P && !optimizer; ++s) optimizer = fault.names_optimizer(s);
+    for (int id = 0; id < g.size() && !optimizer && !pass; ++id) pass = task_matches(g, id, fault.task);
+    if (!optimizer && !pass)
       throw SpecError(fmt::format("RRFP_FAIL_TASK='{}' names no task of this run (a cell label such as 1F0 or "
                                   "0B2, or opt<stage>)", fault.task));
-    bool optimizer = false;
-    for (int s = 0; s < P; ++s) optimizer = optimizer || fault.names_optimizer(s);
-    if (o.executor == "plain" && !optimizer)  // plain runs each microbatch's passes as one call, not as tasks
+    if (pass && o.executor == "plain")  // plain runs each microbatch's passes as one call, not as tasks
       throw SpecError(fmt::format("RRFP_FAIL_TASK='{}' names a pass, and --executor plain runs no task graph: "
                                   "use --executor starpu or replay (plain can fail opt<stage>)", fault.task));
   }

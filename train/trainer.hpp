@@ -197,6 +197,10 @@ class Trainer {
 // (train/lr_schedule.hpp): step k's updates run at lr_schedule(o).at(k).
 LrSchedule lr_schedule(const TrainOptions& o);
 
+// One replica's microbatches of a step (--microbatches or --accumulate as
+// given): after resolve_run o.microbatches counts every replica's.
+inline int replica_share(const TrainOptions& o) { return o.microbatches / (o.data_parallel > 1 ? o.data_parallel : 1); }
+
 // Throws SpecError (bad options, bad data, bad checkpoint) or the executor's
 // error (a failing task). Checkpoints are written only after a step
 // completed, so a failure leaves the previous one in place.

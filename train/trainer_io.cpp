@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <set>
 #include <utility>
@@ -234,11 +233,9 @@ void write_train_json(const std::string& path, const TrainOptions& o, const Trai
   if (o.eval_every > 0) j["eval_every"] = o.eval_every;
   if (!res.mirror_reduce.empty()) j["mirror_reduce"] = res.mirror_reduce;  // rank 0's
   if (!o.async_mode.empty()) {
-    // --accumulate as given: one replica's share (o's microbatches count every replica's).
-    const int D = std::max(1, o.data_parallel);
-    j["async"] = {{"method", o.async_mode}, {"accumulate", o.microbatches / D}, {"window_steps", o.async_window}};
+    j["async"] = {{"method", o.async_mode}, {"accumulate", replica_share(o)}, {"window_steps", o.async_window}};
     if (o.async_mode == "amdp") j["async"]["directions"] = o.directions;
-    if (D > 1) j["async"]["data_parallel"] = D;
+    if (o.data_parallel > 1) j["async"]["data_parallel"] = o.data_parallel;
   }
   write_json_file(path, j);
 }
