@@ -32,6 +32,10 @@ void write_chrome_trace(const Timeline& t, const std::string& path) {
   if (!out.flush()) throw SpecError(fmt::format("cannot write trace file '{}'", path));
 }
 
+namespace {
+constexpr double kMaxTraceMicros = 9.2e15;  // INT64_MAX ns, in microseconds
+}  // namespace
+
 Timeline read_chrome_trace(const std::string& path) {
   const nlohmann::json j = read_json_file(path, "trace file");
   const nlohmann::json* events = &j;
@@ -70,12 +74,19 @@ Timeline read_chrome_trace(const std::string& path) {
       if (it == track_of.end()) it = track_of.emplace(k, static_cast<int>(track_of.size())).first;
       s.track = it->second;
       s.name = e.value("name", "");
-      s.start_s = e.at("ts").get<double>() * 1e-6;
+      const double ts = e.at("ts").get<double>();
       const double dur = e.at("dur").get<double>();
-      if (!(dur >= 0) || !std::isfinite(dur) || !std::isfinite(s.start_s))
+      if (!(dur >= 0) || !std::isfinite(dur) || !std::isfinite(ts))
         throw SpecError(fmt::format("'{}': event '{}' at ts {} has a negative duration or a time that is not finite "
                                     "(dur {})",
                                     path, s.name, e.at("ts").dump(), e.at("dur").dump()));
+      // Perfetto holds times as int64 nanoseconds; beyond that a slice's
+      // end minus its start rounds its duration away (ts 1e308 drew a line).
+      if (std::fabs(ts) > kMaxTraceMicros || ts + dur > kMaxTraceMicros)
+        throw SpecError(fmt::format("'{}': event '{}' at ts {} (dur {}) lies beyond a trace's range of +-{:.3g} us "
+                                    "(int64 nanoseconds, as Perfetto)",
+                                    path, s.name, e.at("ts").dump(), e.at("dur").dump(), kMaxTraceMicros));
+      s.start_s = ts * 1e-6;
       s.end_s = s.start_s + dur * 1e-6;
       t.slices.push_back(s);
     }

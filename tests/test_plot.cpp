@@ -50,6 +50,13 @@ TEST(Plot, MalformedTracesAreRejected) {
   std::ofstream(tmp("nots.json")) << R"({"traceEvents": [{"ph":"X","name":"0F0"}]})";
   EXPECT_THROW(read_chrome_trace(tmp("nots.json")), SpecError);
   EXPECT_THROW(read_chrome_trace(tmp("missing.json")), SpecError);
+  // Times past int64 nanoseconds would round every duration to 0.
+  std::ofstream(tmp("far.json")) << R"({"traceEvents": [{"ph":"X","name":"0F0","ts":1e308,"dur":5}]})";
+  EXPECT_THROW(read_chrome_trace(tmp("far.json")), SpecError);
+  std::ofstream(tmp("long.json")) << R"({"traceEvents": [{"ph":"X","name":"0F0","ts":0,"dur":1e300}]})";
+  EXPECT_THROW(read_chrome_trace(tmp("long.json")), SpecError);
+  std::ofstream(tmp("near.json")) << R"({"traceEvents": [{"ph":"X","name":"0F0","ts":-9e15,"dur":5}]})";
+  EXPECT_DOUBLE_EQ(read_chrome_trace(tmp("near.json")).slices.at(0).end_s, -9e9 + 5e-6);
 }
 
 // A PNG too tall for cairo says why, and that an .svg would do.
