@@ -36,14 +36,12 @@ PassStats parse_stats(const nlohmann::json& layer, const char* key, const std::s
 }
 
 // A profile of tensor-parallel groups must be of a model that splits into
-// them (train/tp_model.hpp): gpt-tiny, heads, width and MLP widths
+// them (train/tp_model.hpp): heads, width and MLP widths
 // divisible by T. Checked here so that a hand-edited file fails when read,
 // not at train time with a flag the user never gave.
 void check_splits(const ModelProfile& p) {
   const int T = p.tensor_parallel;
   if (T == 1) return;
-  if (p.model != "gpt-tiny")
-    throw SpecError(fmt::format("{}: tensor_parallel {}: {} has no tensor-parallel blocks", p.source, T, p.model));
   for (const char* key : {"heads", "d_model"})
     if (p.config.contains(key) && p.config[key].is_number_integer() && p.config[key].get<int>() % T != 0)
       throw SpecError(fmt::format("{}: tensor_parallel {} does not divide the model's {} ({})", p.source, T, key,

@@ -377,7 +377,16 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   auto plain = run_cli("profile " + kModel + " --executor plain --tensor-parallel 2 -o " + tmp("x.json"));
   EXPECT_EQ(plain.code, 2);
   EXPECT_NE(plain.out.find("--tensor-parallel applies to --executor starpu"), std::string::npos) << plain.out;
-  auto mm = run_cli("profile --model mm-tiny --tensor-parallel 2 --devices 1 -o " + tmp("x.json"));
-  EXPECT_EQ(mm.code, 2);
-  EXPECT_NE(mm.out.find("mm-tiny has no tensor-parallel blocks"), std::string::npos) << mm.out;
+  // mm-tiny's encoder and language blocks split too: profile, tune, train.
+  const std::string mm = "--model mm-tiny --layers 2 --d-model 16 --heads 2 --micro-batch-size 2";
+  const std::string mmp = tmp("cli_mm_tp2.json"), mm_plan = tmp("cli_mm_tp2_plan.json");
+  auto mp = run_cli("profile " + mm + " --tensor-parallel 2 --devices 1 --repetitions 2 -o " + mmp);
+  ASSERT_EQ(mp.code, 0) << mp.out;
+  auto mt = run_cli("tune --profile " + mmp + " --devices 2 --microbatches 2 -o " + mm_plan);
+  ASSERT_EQ(mt.code, 0) << mt.out;
+  EXPECT_NE(mt.out.find("on 1 group of 2 tensor-parallel members"), std::string::npos) << mt.out;
+  auto mr = run_cli("train " + mm + " --plan " + mm_plan + " --steps 1 --quiet --json " + out);
+  ASSERT_EQ(mr.code, 0) << mr.out;
+  std::ifstream(out) >> j;
+  EXPECT_EQ(j["tensor_parallel"], 2);
 }

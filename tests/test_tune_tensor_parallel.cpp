@@ -179,8 +179,11 @@ TEST(TuneTensorParallel, FilesKeepTheDegreeAndRunsAdoptIt) {
   pj["config"]["mlp_widths"] = {64, 64, 64, 64, 64, 64, 64, 33};
   refused(pj, "tensor_parallel 2 does not divide an MLP width (33)");
   pj["config"].erase("mlp_widths");
-  pj["model"] = "mm-tiny";
-  refused(pj, "tensor_parallel 2: mm-tiny has no tensor-parallel blocks");
+  pj["model"] = "mm-tiny";  // its encoder and language blocks split as gpt-tiny's
+  EXPECT_EQ(parse_profile(pj, "p").tensor_parallel, 2);
+  pj["config"]["heads"] = 3;
+  refused(pj, "tensor_parallel 2 does not divide the model's heads (3)");
+  pj["config"]["heads"] = 4;
   const Plan p = tune_profiles({blocks_at(2, 1.0)}, devices(4));
   nlohmann::json j = plan_json(p);
   const Plan back = parse_plan(j, "plan");

@@ -1,5 +1,6 @@
 #include "train/mm_model.hpp"
 #include "train/linear_tape.hpp"
+#include "train/tp_model.hpp"
 
 #include <fmt/format.h>
 
@@ -40,6 +41,53 @@ MmModel::MmModel(const GptConfig& gpt, int enc_layers, std::uint64_t seed) : cfg
   causal_mask_ = torch::ones({L, L}, torch::kBool).triu(1);
 }
 
+MmModel::MmModel(const MmModel& full, int members, int member)
+    : cfg_(full.cfg_), enc_layers_(full.enc_layers_), members_(members) {
+  if (members < 1 || member < 0 || member >= members) throw std::invalid_argument("MmModel: bad tensor-parallel member");
+  if (full.members_ != 1) throw std::invalid_argument("MmModel: a shard of a shard");
+  // Every block of mm-tiny (encoder and language) has cfg_.heads heads and
+  // an MLP of 4 d_model.
+  if (cfg_.heads % members != 0 || cfg_.d_model % members != 0)
+    throw SpecError(fmt::format("--tensor-parallel {} must divide the heads ({}) and the width ({})", members,
+                                cfg_.heads, cfg_.d_model));
+  for (const NamedParam& p : full.params_)
+    params_.push_back({p.name, shard_of(p.t, shard_spec(p.name), member, members).requires_grad_(true)});
+  bind();
+  // On the shards' device (the full model's: a GPU with --cuda).
+  causal_mask_ = full.causal_mask_.clone();
+}
+
+void MmModel::bind() {
+  auto at_name = [&](std::size_t at, const char* name) {
+    if (at >= params_.size() || params_[at].name != name)
+      throw std::logic_error(fmt::format("MmModel: parameter {} is not '{}'", at, name));
+    return params_[at].t;
+  };
+  std::size_t at = 0;
+  patch_w_ = at_name(0, "vis.patch.w"), patch_b_ = at_name(1, "vis.patch.b"), patch_pos_ = at_name(2, "vis.pos");
+  at = 3;
+  enc_.clear();
+  for (int i = 0; i < enc_layers_; ++i) enc_.push_back(block_at(params_, at, true));
+  pool_q_ = at_name(at, "vis.pool_q"), proj_w_ = at_name(at + 1, "vis.proj.w"), proj_b_ = at_name(at + 2, "vis.proj.b");
+  tok_emb_ = at_name(at + 3, "tok_emb"), pos_emb_ = at_name(at + 4, "pos_emb");
+  at += 5;
+  vision_end_ = at;
+  lang_.clear();
+  lang_param_begin_.clear();
+  for (int i = 0; i < cfg_.layers; ++i) {
+    lang_param_begin_.push_back(at);
+    lang_.push_back(block_at(params_, at, true));
+  }
+  lang_param_begin_.push_back(at);
+  head_ = {at_name(at, "lnf.w"), at_name(at + 1, "lnf.b"), at_name(at + 2, "head.w"), at_name(at + 3, "head.b")};
+  if (at + 4 != params_.size()) throw std::logic_error("MmModel: unexpected parameter layout");
+}
+
+torch::Tensor MmModel::block(const BlockParams& b, const torch::Tensor& x, const torch::Tensor& masked) const {
+  if (members_ == 1) return transformer_block(b, x, cfg_.heads, masked);
+  return tp_block(b, x, cfg_.heads / members_, cfg_.d_model / cfg_.heads, masked);
+}
+
 std::vector<StageRange> MmModel::partition(int stages) const {
   if (stages == 1) return {{0, cfg_.layers}};
   if (stages < 1) throw SpecError("need at least one stage");
@@ -65,7 +113,7 @@ torch::Tensor MmModel::encode(const Microbatch& mb) const {
   torch::Tensor x = tape_linear(mb.patches, patch_w_, patch_b_) + patch_pos_.slice(0, 0, N);
   const torch::Tensor pad = mb.patch_mask.logical_not();  // [b, N]
   const torch::Tensor key_pad = pad.unsqueeze(1).unsqueeze(1);  // [b, 1, 1, N]
-  for (const BlockParams& b : enc_) x = transformer_block(b, x, cfg_.heads, key_pad);
+  for (const BlockParams& b : enc_) x = block(b, x, key_pad);
   // Attention pooling over the real patches into kPrefix tokens.
   auto scores = torch::matmul(pool_q_, x.transpose(1, 2)) * (1.0 / std::sqrt(static_cast<double>(d)));
   scores = scores.masked_fill(pad.unsqueeze(1), -std::numeric_limits<float>::infinity());
@@ -77,7 +125,7 @@ torch::Tensor MmModel::encode(const Microbatch& mb) const {
 torch::Tensor MmModel::stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                                      const Microbatch& mb) const {
   torch::Tensor x = first ? encode(mb) : input;
-  for (int i = r.first; i < r.last; ++i) x = transformer_block(lang_[i], x, cfg_.heads, causal_mask_);
+  for (int i = r.first; i < r.last; ++i) x = block(lang_[i], x, causal_mask_);
   if (!last) return x;
   return head_.forward(x.slice(1, kPrefix, kPrefix + kCaption));
 }

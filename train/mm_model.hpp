@@ -17,6 +17,12 @@ class MmModel : public Model {
  public:
   // gpt.layers language blocks, enc_layers encoder blocks, width gpt.d_model.
   MmModel(const GptConfig& gpt, int enc_layers, std::uint64_t seed);
+  // Member `member` of a Megatron-style split of `full` over `members`
+  // (train/tp_model.hpp): the heads and MLP columns of every encoder and
+  // language block sharded, everything else (patch embedding, pooling,
+  // projector, embeddings, head) copied. Copies: later changes to `full`
+  // are not seen.
+  MmModel(const MmModel& full, int members, int member);
   const std::vector<NamedParam>& all_params() const override { return params_; }
   // One stage: everything. More: stage 0 is the vision encoder alone, the
   // language blocks are split over the others.
@@ -32,8 +38,11 @@ class MmModel : public Model {
 
  private:
   torch::Tensor encode(const Microbatch& mb) const;  // -> [b, kPrefix + kCaption, d]
+  void bind();  // the fields below from params_, in the order the first constructor builds it
+  torch::Tensor block(const BlockParams& b, const torch::Tensor& x, const torch::Tensor& masked) const;
   GptConfig cfg_;
   int enc_layers_;
+  int members_ = 1;  // tensor-parallel members: this one holds 1/members_ of each block's heads
   torch::Tensor patch_w_, patch_b_, patch_pos_, pool_q_, proj_w_, proj_b_, tok_emb_, pos_emb_;
   HeadParams head_;
   std::vector<BlockParams> enc_, lang_;

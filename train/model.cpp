@@ -45,6 +45,16 @@ BlockParams ParamFactory::block(int64_t d, int layers_for_scaling, const std::st
   return b;
 }
 
+BlockParams block_at(const std::vector<NamedParam>& ps, std::size_t& at, bool mlp) {
+  if (at + (mlp ? 12 : 6) > ps.size()) throw std::logic_error("block_at: fewer parameters than a block has");
+  auto p = [&](int k) { return ps[at + k].t; };
+  BlockParams b;
+  b.ln1_w = p(0), b.ln1_b = p(1), b.qkv_w = p(2), b.qkv_b = p(3), b.proj_w = p(4), b.proj_b = p(5);
+  if (mlp) b.ln2_w = p(6), b.ln2_b = p(7), b.fc1_w = p(8), b.fc1_b = p(9), b.fc2_w = p(10), b.fc2_b = p(11);
+  at += mlp ? 12 : 6;
+  return b;
+}
+
 torch::Tensor self_attention(const torch::Tensor& h, const torch::Tensor& qkv_w, const torch::Tensor& qkv_b,
                              int64_t heads, int64_t dh, const torch::Tensor& masked) {
   const int64_t B = h.size(0), T = h.size(1);

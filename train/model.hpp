@@ -89,6 +89,11 @@ class ParamFactory {
   at::Generator gen_;
 };
 
+// The block whose parameters start at ps[at], in ParamFactory::block's
+// order (12 with an MLP, 6 without); `at` moves past them. A copy of a
+// model (tensor-parallel shards) binds its tensors with it.
+BlockParams block_at(const std::vector<NamedParam>& ps, std::size_t& at, bool mlp);
+
 // Multi-head attention of h [b, T, d_in] with `heads` heads of width dh
 // (q, k, v rows stacked in qkv_w); -> [b, T, heads * dh].
 torch::Tensor self_attention(const torch::Tensor& h, const torch::Tensor& qkv_w, const torch::Tensor& qkv_b,

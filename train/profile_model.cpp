@@ -106,14 +106,14 @@ std::vector<double> weight_bytes(const Pipeline& pipe, int layers) {
 struct MemberSizes {
   std::vector<double> activation_bytes, weight_bytes;
 };
-MemberSizes member_sizes(const GptModel& full, int T, const std::vector<int>& counts,
+MemberSizes member_sizes(const Model& full, int T, const std::vector<int>& counts,
                          const std::vector<std::int64_t>& msg, const std::vector<Microbatch>& mbs) {
   const int S = static_cast<int>(counts.size());
   LocalTpComm comm(1, T);
-  std::vector<std::unique_ptr<GptTpShard>> shards;
+  std::vector<std::unique_ptr<Model>> shards;
   std::vector<std::unique_ptr<Pipeline>> pipes;
   for (int t = 0; t < T; ++t) {
-    shards.push_back(std::make_unique<GptTpShard>(full, T, t));
+    shards.push_back(tp_member(full, T, t));
     pipes.push_back(std::make_unique<Pipeline>(*shards.back(), S, 1, false, counts));
     pipes.back()->set_message_shape(msg);
   }
@@ -224,7 +224,7 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   if (!plain) measure_on_workers(po, o, counts, f, bi, w, bw, progress);
   std::vector<double> weights = weight_bytes(pipe, S);
   if (T > 1) {
-    MemberSizes m = member_sizes(static_cast<const GptModel&>(*model), T, counts, msg, batch());
+    MemberSizes m = member_sizes(*model, T, counts, msg, batch());
     act = std::move(m.activation_bytes);
     weights = std::move(m.weight_bytes);
   }

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "graph/pipeline_spec.hpp"
+#include "train/mm_model.hpp"
 
 namespace rrfp::train {
 
@@ -38,6 +39,14 @@ struct ReduceFromMembers : torch::autograd::Function<ReduceFromMembers> {
   static variable_list backward(AutogradContext*, variable_list g) { return {g[0]}; }
 };
 
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const std::string x(suffix);
+  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+}
+
+}  // namespace
+
 torch::Tensor tp_block(const BlockParams& b, const torch::Tensor& x, int64_t heads_local, int64_t dh,
                        const torch::Tensor& masked) {
   const int64_t d = x.size(2);
@@ -50,14 +59,10 @@ torch::Tensor tp_block(const BlockParams& b, const torch::Tensor& x, int64_t hea
   return x1 + ReduceFromMembers::apply(tape_linear(a, b.fc2_w)) + b.fc2_b;
 }
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const std::string x(suffix);
-  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
-}
-
-}  // namespace
-
 ShardSpec shard_spec(const std::string& n) {
+  // Only a transformer block's ("block3.fc1.w", mm-tiny's "vis.block0.qkv.w"):
+  // mm-tiny's vision projector "vis.proj.w" is copied, not split.
+  if (n.rfind("block", 0) != 0 && n.rfind("vis.block", 0) != 0) return {};
   if (ends_with(n, "qkv.w") || ends_with(n, "qkv.b")) return {0, true};
   if (ends_with(n, "fc1.w") || ends_with(n, "fc1.b")) return {0, false};
   if (ends_with(n, "proj.w") || ends_with(n, "fc2.w")) return {1, false};
@@ -102,13 +107,7 @@ GptTpShard::GptTpShard(const GptModel& full, int members, int member)
   std::size_t at = 2;
   for (int i = 0; i < cfg_.layers; ++i) {
     block_param_begin_.push_back(at);
-    auto p = [&](int k) { return params_[at + k].t; };
-    BlockParams b;
-    b.ln1_w = p(0), b.ln1_b = p(1), b.qkv_w = p(2), b.qkv_b = p(3), b.proj_w = p(4), b.proj_b = p(5);
-    if (cfg_.mlp_width(i) > 0)
-      b.ln2_w = p(6), b.ln2_b = p(7), b.fc1_w = p(8), b.fc1_b = p(9), b.fc2_w = p(10), b.fc2_b = p(11);
-    blocks_.push_back(b);
-    at += cfg_.mlp_width(i) > 0 ? 12 : 6;
+    blocks_.push_back(block_at(params_, at, cfg_.mlp_width(i) > 0));
   }
   block_param_begin_.push_back(at);
   const std::size_t e = params_.size();
@@ -130,6 +129,12 @@ torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool la
   auto masked = causal_mask_.slice(0, 0, T).slice(1, 0, T);
   for (int i = r.first; i < r.last; ++i) x = tp_block(blocks_[i], x, cfg_.heads / T_, dh, masked);
   return last ? head_.forward(x) : gpt_stage_output(x, cfg_.seq_len);
+}
+
+std::unique_ptr<Model> tp_member(const Model& full, int members, int member) {
+  if (const auto* mm = dynamic_cast<const MmModel*>(&full)) return std::make_unique<MmModel>(*mm, members, member);
+  if (const auto* gpt = dynamic_cast<const GptModel*>(&full)) return std::make_unique<GptTpShard>(*gpt, members, member);
+  throw std::logic_error("tp_member: a model without tensor-parallel blocks");
 }
 
 TpTaskScope::TpTaskScope(TpComm* comm, int group, int member, int task) : ctx_{comm, group, member, task, 0} {

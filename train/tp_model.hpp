@@ -27,6 +27,12 @@
 
 namespace rrfp::train {
 
+// A transformer block of member t: its local heads (heads_local of width
+// dh) and MLP columns, the two all-reduces each way (f and g above);
+// `masked` as transformer_block's.
+torch::Tensor tp_block(const BlockParams& b, const torch::Tensor& x, int64_t heads_local, int64_t dh,
+                       const torch::Tensor& masked);
+
 // How a full parameter is split over the members.
 struct ShardSpec {
   int dim = -1;       // -1: replicated
@@ -62,6 +68,10 @@ class GptTpShard : public Model {
   std::vector<NamedParam> params_;
   std::vector<std::size_t> block_param_begin_;
 };
+
+// Member `member` of a T-way split of a whole model: a GptTpShard of
+// gpt-tiny/gpt-small, an MmModel shard of mm-tiny (train/mm_model.hpp).
+std::unique_ptr<Model> tp_member(const Model& full, int members, int member);
 
 // Set by a task body around one pass of one member: the all-reduces inside
 // it go to `comm`'s group, named after `task`. Thread-local (LibTorch runs

@@ -39,8 +39,7 @@ Trainer::Impl::Impl(Resolved r)
     model_ptr->to(cuda_device());  // before the optimizers make their moments
     install_cuda_memory_accounting();  // CUDA is in use now: its allocators exist
   }
-  for (int t = 0; t < TP && TP > 1; ++t)
-    shards.push_back(std::make_unique<GptTpShard>(static_cast<const GptModel&>(model()), TP, t));
+  for (int t = 0; t < TP && TP > 1; ++t) shards.push_back(tp_member(model(), TP, t));
   data = std::make_unique<BatchSource>(o, M, b);
   // Every message between stages is one [b, positions, d_model] activation
   // or gradient (mm-tiny: the encoder hands over its prefix and the

@@ -51,8 +51,9 @@ struct Trainer::Impl {
   int mpi_rank = 0;
   std::unique_ptr<Model> model_ptr;
   // Tensor parallelism: member t of every device trains shards[t]; member
-  // pipelines[t] holds its passes' state (train/tp_model.hpp).
-  std::vector<std::unique_ptr<GptTpShard>> shards;
+  // pipelines[t] holds its passes' state (train/tp_model.hpp; mm-tiny's
+  // are MmModel shards).
+  std::vector<std::unique_ptr<Model>> shards;
   std::unique_ptr<BatchSource> data;  // training and validation microbatches
   std::vector<std::unique_ptr<Pipeline>> owned_pipes;
   std::vector<Pipeline*> pipes;  // per member; pipes[0] is the leader's

@@ -58,8 +58,6 @@ void check_options(const TrainOptions& o) {
                                 "whole model alone (drop --executor, or start one process)",
                                 o.executor));
   positive(o.tensor_parallel, "--tensor-parallel");
-  if (o.tensor_parallel > 1 && o.model == "mm-tiny")
-    throw SpecError("--tensor-parallel applies to gpt-tiny and gpt-small (mm-tiny has no tensor-parallel blocks)");
   if (o.tensor_parallel > 1 && o.executor != "starpu")
     throw SpecError("--tensor-parallel needs the StarPU executor: its members run concurrently");
   if (!o.gpt.mlp_widths.empty() && o.model == "mm-tiny")
