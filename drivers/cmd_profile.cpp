@@ -47,7 +47,7 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--microbatches", o->microbatches, "starpu: microbatches a step")->capture_default_str();
   c->add_option("--tensor-parallel", m.tensor_parallel,
-                "starpu, gpt-tiny: measure every device as a group of T workers (Megatron blocks; a member's "
+                "starpu: measure every device as a group of T workers (Megatron blocks; a member's "
                 "passes with their all-reduces), for rrfp tune to search that degree")
       ->capture_default_str();
   c->add_option("-o,--output", *out, "write the profile JSON here")->required();

@@ -87,7 +87,8 @@ void add_train_command(CLI::App& app) {
   plan->excludes(part);
   c->add_option("--enc-layers", o->enc_layers, "vision encoder blocks (mm-tiny)")->capture_default_str();
   c->add_option("--tensor-parallel", o->tensor_parallel,
-                "gpt-tiny: split each device's stages over T workers (Megatron column/row-parallel blocks)")
+                "split each device's stages over T workers (Megatron column/row-parallel blocks: gpt-tiny's, mm-tiny's "
+                "encoder and language blocks)")
       ->capture_default_str();
   c->add_option("--data-parallel", o->data_parallel,
                 "D replicas of the pipeline on D x --stages devices, --microbatches each; a stage's copies reduce "

@@ -4,7 +4,7 @@
 // gathered gradients of one iteration match the plain LibTorch reference
 // (T = 1), replicated parameters get bitwise one gradient on both members,
 // and training follows T = 1 step by step with less activation memory per
-// member on the encoder stage.
+// member on the encoder stage, and resumes from its checkpoint exactly.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -20,6 +20,7 @@
 #include "train/trainer.hpp"
 
 #include <cmath>
+#include <filesystem>
 
 namespace rrfp::train {
 namespace {
@@ -131,6 +132,18 @@ TEST(TrainTensorParallelMm, TrainingFollowsOneMember) {
   EXPECT_LT(two.steps.back().loss, two.steps.front().loss);
   EXPECT_LT(two.steps[0].peak_activation_per_stage[0], one.steps[0].peak_activation_per_stage[0])
       << "the encoder's heads and MLP columns were not split";
+  // A checkpoint holds the gathered model: resuming continues exactly.
+  const auto dir = std::filesystem::temp_directory_path() / "rrfp_tp_mm_resume";
+  std::filesystem::remove_all(dir);
+  o.checkpoint_dir = dir.string();
+  o.steps = 2;
+  train(o);
+  o.steps = 4;
+  o.resume = true;
+  const TrainResult tail = train(o);
+  ASSERT_EQ(tail.steps.size(), 2u);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(tail.steps[i].loss, two.steps[2 + i].loss) << "resumed, step " << 3 + i;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
