@@ -18,10 +18,14 @@
 
 namespace rrfp {
 
-// Names a collective: graph task id and the index of the call inside it.
-inline std::int64_t collective_id(int task, int index) { return static_cast<std::int64_t>(task) * 64 + index; }
-inline int collective_task(std::int64_t id) { return static_cast<int>(id / 64); }
-inline int collective_index(std::int64_t id) { return static_cast<int>(id % 64); }
+// Names a collective: graph task id and the index of the call inside it
+// (a task runs at most kMaxCollectivesPerTask).
+inline constexpr int kMaxCollectivesPerTask = 64;
+inline std::int64_t collective_id(int task, int index) {
+  return static_cast<std::int64_t>(task) * kMaxCollectivesPerTask + index;
+}
+inline int collective_task(std::int64_t id) { return static_cast<int>(id / kMaxCollectivesPerTask); }
+inline int collective_index(std::int64_t id) { return static_cast<int>(id % kMaxCollectivesPerTask); }
 
 class TpComm {
  public:

@@ -19,7 +19,7 @@ case $kind in
     cmake --build build-asan -j"$(nproc)" --target rrfp_core_tests rrfp_runtime_tests rrfp_train_tests rrfp_cli_tests rrfp_cli
     # Leak detection is off: StarPU, fontconfig and dlopen'd libraries leak at exit.
     ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j"$(nproc)" \
-      -R 'Arbiter|Simulator|Csv|Graph|Zoo|Validator|Generators|Runtime|CostModel|Plot|CliSim|CliTopo|LinearTape|TrainGrad|Blas|DataFlow|SchedApi|EdgeOrder|BoundedWait|DurationTrace|TrainSeqLen|Tuner|GreedySchedule|TrainPartition|CliTune|TrainAsync|TrainAmdp|TrainEval|TrainLrSchedule|TrainClip|TrainTensorParallel.Clips|AsyncModel|DecisionCheck|MemoryBudget|MirrorPlan|Replicate|TrainDataParallel|TuneDataParallel|TuneTensorParallel'
+      -R 'Arbiter|Simulator|Csv|Graph|Zoo|Validator|Generators|Runtime|CostModel|Plot|CliSim|CliTopo|LinearTape|TrainGrad|Blas|DataFlow|SchedApi|EdgeOrder|BoundedWait|DurationTrace|TrainSeqLen|Tuner|GreedySchedule|TrainPartition|CliTune|TrainAsync|TrainAmdp|TrainEval|TrainLrSchedule|TrainClip|TrainTensorParallel.Clips|AsyncModel|DecisionCheck|MemoryBudget|MirrorPlan|Replicate|TrainDataParallel|TuneDataParallel|TuneTensorParallel|TrainTensorParallelMm'
     ;;
   thread)
     cmake -S . -B build-tsan -DRRFP_SANITIZE=thread "${flags[@]}" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
@@ -35,7 +35,7 @@ case $kind in
     build-tsan/tests/rrfp_runtime_tests \
       --gtest_filter='RuntimePolicies.*:RuntimeBehaviour.*:RuntimeErrors.*:TensorParallel.*:TpComm.*:DataFlow.*:SchedApi.*:RuntimeAsync.*:RuntimeAsyncDataParallel.*:RuntimeAmdp.*:RuntimeSimAgreement.*:RuntimeMemoryBudget.*:RuntimeCuda.Cpu*:RuntimeCuda.CudaWorkers*'
     build-tsan/tests/rrfp_train_tests \
-      --gtest_filter='TrainTensorParallel.Grad*:TrainTensorParallel.Clips*:TrainTensorParallel.VariableLength*:TrainClip.Async*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:TrainSeqLen.*:TrainPartition.*:TrainAsync.*:TrainAsyncDataParallel.*:TrainAmdp.*:TrainDataParallel.Multimodal*'
+      --gtest_filter='TrainTensorParallel.Grad*:TrainTensorParallelMm.Grad*:TrainTensorParallel.Clips*:TrainTensorParallel.VariableLength*:TrainClip.Async*:LinearTape.*:TrainLoop.OptimizerStep*:TrainGrad.EveryHintMatchesReferenceUnderRrfp:TrainGrad.Deterministic*:TrainSeqLen.*:TrainPartition.*:TrainAsync.*:TrainAsyncDataParallel.*:TrainAmdp.*:TrainDataParallel.Multimodal*'
     ;;
   *) echo "usage: scripts/sanitize.sh address|thread" >&2; exit 2 ;;
 esac

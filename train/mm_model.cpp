@@ -14,29 +14,22 @@ namespace rrfp::train {
 MmModel::MmModel(const GptConfig& gpt, int enc_layers, std::uint64_t seed) : cfg_(gpt), enc_layers_(enc_layers) {
   cfg_.validate();
   if (enc_layers < 1 || enc_layers > 64) throw SpecError(fmt::format("--enc-layers {} out of range", enc_layers));
+  // The parameters in their global order (bind() reads the fields off
+  // it), drawn from one generator in that order.
   ParamFactory f(seed);
   const int64_t d = cfg_.d_model, V = cfg_.vocab;
-  patch_w_ = f.normal({d, kPatchDim}, 0.1), patch_b_ = f.zeros(d);
-  patch_pos_ = f.normal({kMaxPatches, d}, 0.01);
-  params_.push_back({"vis.patch.w", patch_w_});
-  params_.push_back({"vis.patch.b", patch_b_});
-  params_.push_back({"vis.pos", patch_pos_});
-  for (int i = 0; i < enc_layers; ++i) enc_.push_back(f.block(d, enc_layers, fmt::format("vis.block{}.", i), params_));
-  pool_q_ = f.normal({kPrefix, d}, 0.02);
-  proj_w_ = f.normal({d, d}, 0.02), proj_b_ = f.zeros(d);
-  tok_emb_ = f.normal({V, d}, 0.02);
-  pos_emb_ = f.normal({kPrefix + kCaption, d}, 0.01);
-  for (auto& [n, t] : std::vector<std::pair<const char*, torch::Tensor*>>{
-           {"vis.pool_q", &pool_q_}, {"vis.proj.w", &proj_w_}, {"vis.proj.b", &proj_b_},
-           {"tok_emb", &tok_emb_}, {"pos_emb", &pos_emb_}})
-    params_.push_back({n, *t});
-  vision_end_ = params_.size();
-  for (int i = 0; i < cfg_.layers; ++i) {
-    lang_param_begin_.push_back(params_.size());
-    lang_.push_back(f.block(d, cfg_.layers, fmt::format("block{}.", i), params_));
-  }
-  lang_param_begin_.push_back(params_.size());
-  head_ = f.head(d, V, params_);
+  params_.push_back({"vis.patch.w", f.normal({d, kPatchDim}, 0.1)});
+  params_.push_back({"vis.patch.b", f.zeros(d)});
+  params_.push_back({"vis.pos", f.normal({kMaxPatches, d}, 0.01)});
+  for (int i = 0; i < enc_layers; ++i) f.block(d, enc_layers, fmt::format("vis.block{}.", i), params_);
+  params_.push_back({"vis.pool_q", f.normal({kPrefix, d}, 0.02)});
+  params_.push_back({"vis.proj.w", f.normal({d, d}, 0.02)});
+  params_.push_back({"vis.proj.b", f.zeros(d)});
+  params_.push_back({"tok_emb", f.normal({V, d}, 0.02)});
+  params_.push_back({"pos_emb", f.normal({kPrefix + kCaption, d}, 0.01)});
+  for (int i = 0; i < cfg_.layers; ++i) f.block(d, cfg_.layers, fmt::format("block{}.", i), params_);
+  f.head(d, V, params_);
+  bind();
   const int64_t L = kPrefix + kCaption;
   causal_mask_ = torch::ones({L, L}, torch::kBool).triu(1);
 }
@@ -63,9 +56,8 @@ void MmModel::bind() {
       throw std::logic_error(fmt::format("MmModel: parameter {} is not '{}'", at, name));
     return params_[at].t;
   };
-  std::size_t at = 0;
   patch_w_ = at_name(0, "vis.patch.w"), patch_b_ = at_name(1, "vis.patch.b"), patch_pos_ = at_name(2, "vis.pos");
-  at = 3;
+  std::size_t at = 3;
   enc_.clear();
   for (int i = 0; i < enc_layers_; ++i) enc_.push_back(block_at(params_, at, true));
   pool_q_ = at_name(at, "vis.pool_q"), proj_w_ = at_name(at + 1, "vis.proj.w"), proj_b_ = at_name(at + 2, "vis.proj.b");

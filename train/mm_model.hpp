@@ -29,6 +29,7 @@ class MmModel : public Model {
   std::vector<StageRange> partition(int stages) const override;
   using Model::partition;
   int blocks() const override { return cfg_.layers; }
+  int blocks_in(const StageRange& r, bool first) const override { return r.last - r.first + (first ? enc_layers_ : 0); }
   std::vector<NamedParam> stage_params(const StageRange& r, bool first, bool last) const override;
   torch::Tensor stage_forward(const StageRange& r, bool first, bool last, const torch::Tensor& input,
                               const Microbatch& mb) const override;

@@ -46,8 +46,16 @@ BlockParams ParamFactory::block(int64_t d, int layers_for_scaling, const std::st
 }
 
 BlockParams block_at(const std::vector<NamedParam>& ps, std::size_t& at, bool mlp) {
+  static const char* const kNames[] = {"ln1.w", "ln1.b", "qkv.w", "qkv.b", "proj.w", "proj.b",
+                                       "ln2.w", "ln2.b", "fc1.w", "fc1.b", "fc2.w", "fc2.b"};
   if (at + (mlp ? 12 : 6) > ps.size()) throw std::logic_error("block_at: fewer parameters than a block has");
-  auto p = [&](int k) { return ps[at + k].t; };
+  auto p = [&](int k) {  // by position, checked by name: six of them share one shape
+    const std::string& n = ps[at + k].name;
+    const std::string want = kNames[k];
+    if (n.size() < want.size() || n.compare(n.size() - want.size(), want.size(), want) != 0)
+      throw std::logic_error(fmt::format("block_at: parameter {} is '{}', not a block's {}", at + k, n, want));
+    return ps[at + k].t;
+  };
   BlockParams b;
   b.ln1_w = p(0), b.ln1_b = p(1), b.qkv_w = p(2), b.qkv_b = p(3), b.proj_w = p(4), b.proj_b = p(5);
   if (mlp) b.ln2_w = p(6), b.ln2_b = p(7), b.fc1_w = p(8), b.fc1_b = p(9), b.fc2_w = p(10), b.fc2_b = p(11);

@@ -41,6 +41,8 @@ class Model {
   // Blocks a partition splits (gpt-tiny: its blocks; mm-tiny: its language
   // blocks, after the vision encoder that always opens stage 0).
   virtual int blocks() const = 0;
+  // Transformer blocks a stage runs (mm-tiny's first stage: its encoder's too).
+  virtual int blocks_in(const StageRange& r, bool /*first*/) const { return r.last - r.first; }
   // `counts` blocks per stage (partition_from_counts); empty = partition(stages).
   std::vector<StageRange> partition(int stages, const std::vector<int>& counts) const;
   // Parameters of one stage, in global order.

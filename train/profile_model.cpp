@@ -172,6 +172,7 @@ ModelProfile profile_model(const ProfileOptions& po, const std::function<void(co
   std::vector<int> counts(S, 1);
   counts.front() = counts.back() = 0;  // the first and the last layer alone
   const int b = o.batch_size > 0 ? o.batch_size : o.micro_batch_size;
+  if (T > 1) check_tp_stages(*model, model->partition(S, counts));
   Pipeline pipe(*model, S, 1, false, counts);
   const std::vector<std::int64_t> msg = {b, mm ? kPrefix + kCaption : o.gpt.seq_len, o.gpt.d_model};
   pipe.set_message_shape(msg);

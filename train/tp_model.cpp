@@ -39,7 +39,6 @@ struct ReduceFromMembers : torch::autograd::Function<ReduceFromMembers> {
   static variable_list backward(AutogradContext*, variable_list g) { return {g[0]}; }
 };
 
-
 bool ends_with(const std::string& s, const char* suffix) {
   const std::string x(suffix);
   return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
@@ -131,6 +130,20 @@ torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool la
   return last ? head_.forward(x) : gpt_stage_output(x, cfg_.seq_len);
 }
 
+void check_tp_stages(const Model& model, const std::vector<StageRange>& stages) {
+  const int most = kMaxCollectivesPerTask / 2;  // a block's pass: 2 all-reduces (F, and B of a split backward)
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const int blocks = model.blocks_in(stages[s], s == 0);
+    if (blocks > most)
+      throw SpecError(fmt::format("--tensor-parallel: stage {} holds {} transformer blocks, more than the {} whose "
+                                  "all-reduces one task may run{}",
+                                  s, blocks, most,
+                                  dynamic_cast<const MmModel*>(&model) && s == 0
+                                      ? " (mm-tiny's vision encoder is one stage: fewer --enc-layers)"
+                                      : " (more --stages, or another --partition)"));
+  }
+}
+
 std::unique_ptr<Model> tp_member(const Model& full, int members, int member) {
   if (const auto* mm = dynamic_cast<const MmModel*>(&full)) return std::make_unique<MmModel>(*mm, members, member);
   if (const auto* gpt = dynamic_cast<const GptModel*>(&full)) return std::make_unique<GptTpShard>(*gpt, members, member);
@@ -152,7 +165,8 @@ void tp_allreduce(torch::Tensor& t) {
   TpTaskScope::Context* c = current;
   if (!c && t.is_cuda()) c = in_flight.load();  // on LibTorch's autograd thread of the GPU
   if (!c) throw std::logic_error("tensor-parallel all-reduce outside a task (no TpTaskScope on this thread)");
-  if (c->next >= 64) throw std::logic_error("more than 64 all-reduces in one task");
+  if (c->next >= kMaxCollectivesPerTask)  // check_tp_stages refuses what could get here
+    throw std::logic_error(fmt::format("more than {} all-reduces in one task", kMaxCollectivesPerTask));
   const std::int64_t id = collective_id(c->task, c->next++);
   if (t.is_cpu()) return c->comm->allreduce(c->group, c->member, id, t.data_ptr<float>(), static_cast<std::size_t>(t.numel()));
   // --cuda (one member per rank, trainer_io.cpp): the collectives sum host

@@ -1,4 +1,5 @@
-// Megatron-style tensor parallelism for gpt-tiny: member t of T holds a
+// Megatron-style tensor parallelism (gpt-tiny here; mm-tiny's members are
+// MmModel shards, train/mm_model.hpp, built by tp_member): member t of T holds a
 // shard of every block (attention heads [tH/T, (t+1)H/T), MLP columns
 // [Wt/T, W(t+1)/T) of the block's width W, 4d unless --mlp-widths; a block
 // without an MLP has none) and copies of everything else (norms,
@@ -72,6 +73,9 @@ class GptTpShard : public Model {
 // Member `member` of a T-way split of a whole model: a GptTpShard of
 // gpt-tiny/gpt-small, an MmModel shard of mm-tiny (train/mm_model.hpp).
 std::unique_ptr<Model> tp_member(const Model& full, int members, int member);
+// Every stage's pass runs 2 all-reduces a block: refuses a stage of more
+// blocks than kMaxCollectivesPerTask / 2 (runtime/tp_comm.hpp) by name.
+void check_tp_stages(const Model& model, const std::vector<StageRange>& stages);
 
 // Set by a task body around one pass of one member: the all-reduces inside
 // it go to `comm`'s group, named after `task`. Thread-local (LibTorch runs

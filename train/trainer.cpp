@@ -34,7 +34,8 @@ Trainer::Impl::Impl(Resolved r)
     model_ptr = std::make_unique<MmModel>(o.gpt, o.enc_layers, o.seed);
   else
     model_ptr = std::make_unique<GptModel>(o.gpt, o.seed);
-  model().partition(P, o.partition);  // "more stages than blocks" before any work
+  const std::vector<StageRange> ranges = model().partition(P, o.partition);  // "more stages than blocks" before any work
+  if (TP > 1) check_tp_stages(model(), ranges);
   if (o.cuda) {
     model_ptr->to(cuda_device());  // before the optimizers make their moments
     install_cuda_memory_accounting();  // CUDA is in use now: its allocators exist
@@ -74,9 +75,12 @@ Trainer::Impl::Impl(Resolved r)
     plan.mopt.timeout_s = o.mpi_timeout_s;
     if (o.ordered_channels) plan.mopt.transport = RankTransportKind::Ordered;
     if (TP > 1) {
-      // Every all-reduce is one [b, T, d_model] activation or its gradient.
+      // Every all-reduce is one [b, positions, d_model] activation or its
+      // gradient: gpt's sequence; mm-tiny's patches (encoder) or its
+      // prefix and caption (language blocks).
+      const int positions = mm ? std::max(kMaxPatches, kPrefix + kCaption) : o.gpt.seq_len;
       auto c = std::make_unique<MpiTpComm>(hint.devices(), TP, o.devices_per_rank,
-                                           static_cast<std::size_t>(b) * o.gpt.seq_len * o.gpt.d_model, 60.0);
+                                           static_cast<std::size_t>(b) * positions * o.gpt.d_model, 60.0);
       plan.mopt.tp_comm = c.get();
       tp_comm = std::move(c);
     }
