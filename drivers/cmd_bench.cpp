@@ -69,6 +69,13 @@ void run(const BenchArgs& a) {
     throw SpecError("--collective-log needs --tensor-parallel 2 or more");
   BenchConfig cfg;
   cfg.cost = a.cost.resolve();
+  // A profile of groups holds a member's costs, which the bench would
+  // split over --tensor-parallel members once more: rrfp sim models them.
+  if (const int members = a.profile.given() ? read_profile(a.profile.profile).tensor_parallel : 1; members > 1)
+    throw SpecError(fmt::format("--profile {}: it holds a tensor-parallel member's costs (tensor_parallel {}); rrfp "
+                                "bench replays whole devices' costs and splits them over --tensor-parallel itself: "
+                                "give a profile of whole devices, or simulate the groups (rrfp sim --profile)",
+                                a.profile.profile, members));
   if (a.profile.given())
     a.profile.apply(cfg.cost, a.profile.costs(hint.spec().stages), a.cost);
   else if (!a.profile.partition.empty())

@@ -67,7 +67,8 @@ void add_tune_command(CLI::App& app) {
   c->add_flag("--quiet", *quiet, "only the result");
   c->add_option("-o,--output", *out, "write the plan JSON here")->required();
   c->callback([=] {
-    if (*memory_mb < 0 || *latency_ms < 0) throw SpecError("--memory-mb and --latency-ms must not be negative");
+    if (*memory_mb < 0) throw SpecError(fmt::format("--memory-mb {} must not be negative (0: no limit)", *memory_mb));
+    if (*latency_ms < 0) throw SpecError(fmt::format("--latency-ms {} must not be negative", *latency_ms));
     check_link_gbps(*bandwidth, "--bandwidth-gbps");
     o->memory_bytes = *memory_mb * 1048576;
     o->objective.latency_s = *latency_ms * 1e-3;

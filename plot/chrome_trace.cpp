@@ -58,8 +58,10 @@ Timeline read_chrome_trace(const std::string& path) {
     return v.get<long long>();
   };
   auto key = [&](const nlohmann::json& e) { return Key{id(e, "pid"), id(e, "tid")}; };
+  size_t index = 0;  // of the event being read, for messages
   try {
     for (const auto& e : *events) {
+      ++index;
       if (!e.is_object()) continue;
       std::string ph = e.value("ph", "");
       // e["args"] on a const object without "args" is undefined behaviour.
@@ -74,6 +76,10 @@ Timeline read_chrome_trace(const std::string& path) {
       if (it == track_of.end()) it = track_of.emplace(k, static_cast<int>(track_of.size())).first;
       s.track = it->second;
       s.name = e.value("name", "");
+      for (const char* field : {"ts", "dur"})
+        if (!e.contains(field) || !e[field].is_number())
+          throw SpecError(fmt::format("'{}': complete event {} ('{}') needs a number {}{}", path, index, s.name, field,
+                                      e.contains(field) ? fmt::format(", not {}", e[field].dump()) : ""));
       const double ts = e.at("ts").get<double>();
       const double dur = e.at("dur").get<double>();
       if (!(dur >= 0) || !std::isfinite(dur) || !std::isfinite(ts))
@@ -82,7 +88,7 @@ Timeline read_chrome_trace(const std::string& path) {
                                     path, s.name, e.at("ts").dump(), e.at("dur").dump()));
       // Perfetto holds times as int64 nanoseconds; beyond that a slice's
       // end minus its start rounds its duration away (ts 1e308 drew a line).
-      if (std::fabs(ts) > kMaxTraceMicros || ts + dur > kMaxTraceMicros)
+      if (std::fabs(ts) > kMaxTraceMicros || dur > kMaxTraceMicros || ts + dur > kMaxTraceMicros)
         throw SpecError(fmt::format("'{}': event '{}' at ts {} (dur {}) lies beyond a trace's range of +-{:.3g} us "
                                     "(int64 nanoseconds, as Perfetto)",
                                     path, s.name, e.at("ts").dump(), e.at("dur").dump(), kMaxTraceMicros));
@@ -91,7 +97,7 @@ Timeline read_chrome_trace(const std::string& path) {
       t.slices.push_back(s);
     }
   } catch (const nlohmann::json::exception& e) {
-    throw SpecError(fmt::format("'{}': malformed trace event: {}", path, e.what()));
+    throw SpecError(fmt::format("'{}': trace event {} is malformed: {}", path, index, json_reason(e)));
   }
   if (t.slices.empty()) throw SpecError(fmt::format("'{}' holds no complete (\"ph\":\"X\") events", path));
   // Tracks sorted by their original key so device 0 is on top.

@@ -14,6 +14,13 @@
 
 namespace rrfp {
 
+std::string json_reason(const std::exception& e) {
+  const std::string w = e.what();
+  if (w.rfind("[json.exception.", 0) != 0) return w;
+  const size_t end = w.find("] ");
+  return end == std::string::npos ? w : w.substr(end + 2);
+}
+
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   // Profiles and plans are kilobytes, a long run's trace up to hundreds of
   // megabytes: 4 GiB bounds a wrong path (a device), not a real file.
@@ -27,7 +34,7 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
     // files concatenated, a truncated second object), where >> stops early.
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
+    throw SpecError(fmt::format("'{}' is not valid JSON: {}", path, json_reason(e)));
   }
 }
 

@@ -11,6 +11,10 @@
 
 namespace rrfp {
 
+// What a JSON library error says, without its "[json.exception.type_error.302] "
+// tag: the reason a message shows after naming the file and the field.
+std::string json_reason(const std::exception& e);
+
 // `what` names the kind of file in messages ("profile", "plan"). Throws SpecError.
 nlohmann::json read_json_file(const std::string& path, const char* what);
 void write_json_atomically(const std::string& path, const nlohmann::json& j);

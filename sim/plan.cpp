@@ -214,7 +214,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& source) {
   try {
     return parse_plan_fields(j, source);
   } catch (const nlohmann::json::exception& e) {  // a field of the wrong type that no check above names
-    throw SpecError(fmt::format("{}: a field has the wrong type: {}", source, e.what()));
+    throw SpecError(fmt::format("{}: a field has the wrong type: {}", source, json_reason(e)));
   }
 }
 

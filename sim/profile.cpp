@@ -56,14 +56,24 @@ void check_splits(const ModelProfile& p) {
 ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object() || !j.contains("format") || j["format"] != "rrfp-profile")
     throw SpecError(fmt::format("'{}' is not an rrfp profile (write one with rrfp profile -o FILE)", source));
+  // Absent: version 1, as every profile rrfp has written says.
+  const int version = json_int_in(j, "version", 1, 0, 1000000, source);
+  if (version != 1)
+    throw SpecError(fmt::format("{}: profile format version {}; this rrfp reads version 1", source, version));
   ModelProfile p;
   p.source = source;
+  if (!j.contains("model")) throw SpecError(fmt::format("{}: 'model' is missing (gpt-tiny or mm-tiny)", source));
   p.model = json_text_or(j, "model", "", source);
   if (p.model != "gpt-tiny" && p.model != "mm-tiny")
-    throw SpecError(fmt::format("{}: unknown model '{}'", source, p.model));
+    throw SpecError(fmt::format("{}: unknown model '{}' (gpt-tiny or mm-tiny)", source, p.model));
   if (!j.contains("config") || !j["config"].is_object())
     throw SpecError(fmt::format("{}: no 'config' object (the model's sizes, which a plan must match)", source));
   p.config = j["config"];
+  // mm-tiny's first layer is its vision encoder, sized by enc_layers; a
+  // gpt-tiny profile relabelled mm-tiny has none.
+  if (p.model == "mm-tiny" && !p.config.contains("enc_layers"))
+    throw SpecError(fmt::format("{}: an mm-tiny profile's config needs 'enc_layers' (its vision encoder's blocks)",
+                                source));
   // The sizes a run's config is compared with, where given: each a positive integer.
   for (const char* key : {"vocab", "d_model", "heads", "layers", "seq_len", "enc_layers"}) {
     const auto v = p.config.find(key);
@@ -99,7 +109,10 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
   for (const LayerProfile& l : p.layers) total += l.f.mean_s + l.b.mean_s + l.w.mean_s + l.bw.mean_s;
   if (!(total > 0)) throw SpecError(fmt::format("{}: every layer's every pass takes 0 s: nothing to tune", source));
   const auto& mb = j.value("message_bytes", nlohmann::json::array());
-  if (!mb.is_array() || mb.size() + 1 != p.layers.size())
+  if (!mb.is_array())
+    throw SpecError(fmt::format("{}: 'message_bytes' = {} must be a list of one size per cut", source,
+                                mb.dump().substr(0, 40)));
+  if (mb.size() + 1 != p.layers.size())
     throw SpecError(fmt::format("{}: 'message_bytes' needs one entry per cut ({}), has {}", source,
                                 p.layers.size() - 1, mb.is_array() ? mb.size() : 0));
   for (const auto& v : mb) {
@@ -135,7 +148,7 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& source) {
   try {
     return parse_profile_fields(j, source);
   } catch (const nlohmann::json::exception& e) {  // a field of the wrong type that no check names
-    throw SpecError(fmt::format("{}: a field has the wrong type: {}", source, e.what()));
+    throw SpecError(fmt::format("{}: a field has the wrong type: {}", source, json_reason(e)));
   }
 }
 

@@ -325,6 +325,12 @@ TEST(CliTune, TensorParallelProfilesAreSearchedAndTheirPlansRun) {
   EXPECT_EQ(whole["tensor_parallel"], 1);
   EXPECT_EQ(member["workers"], 2);  // 1 group of 2 beside 2 whole devices: the same busy workers
   EXPECT_EQ(whole["workers"], 2);
+  // The bench splits whole devices' costs over its members itself: a
+  // member's costs would be split twice.
+  auto bench = run_cli("bench --profile " + tp2 + " --hint 1f1b --stages 2 --tensor-parallel 2 --iterations 1");
+  EXPECT_EQ(bench.code, 2) << bench.out;
+  EXPECT_NE(bench.out.find("it holds a tensor-parallel member's costs (tensor_parallel 2)"), std::string::npos)
+      << bench.out;
   // Block 2's MLP and attention are split, its norms copied: a member holds
   // a little over half.
   const double m = member["layers"][3]["weight_bytes"], w = whole["layers"][3]["weight_bytes"];

@@ -41,6 +41,25 @@ TEST(FileFields, ProfileFieldsAreNamedWithTheirFile) {
   refused(with([](auto& j) { j["config"]["d_model"] = "16"; }), "config 'd_model' = \"16\" must be a positive integer");
   refused(with([](auto& j) { j["config"]["heads"] = -2; }), "config 'heads' = -2 must be a positive integer");
   refused(with([](auto& j) { j["format"] = 7; }), "is not an rrfp profile");
+  refused(with([](auto& j) { j["version"] = 99; }), "edited.json: profile format version 99; this rrfp reads version 1");
+  refused(with([](auto& j) { j.erase("model"); }), "edited.json: 'model' is missing (gpt-tiny or mm-tiny)");
+  refused(with([](auto& j) { j["model"] = "mm-tiny"; }), "an mm-tiny profile's config needs 'enc_layers'");
+  refused(with([](auto& j) { j["message_bytes"] = "x"; }), "'message_bytes' = \"x\" must be a list");
+  refused(with([](auto& j) { j["repetitions"] = "x"; }), "repetitions \"x\" must be an integer");
+}
+
+// The JSON library's own words, without its "[json.exception...]" tag.
+TEST(FileFields, UnreadableJsonSaysWhyInPlainWords) {
+  const std::string path = ::testing::TempDir() + "/rrfp_truncated.json";
+  std::ofstream(path) << "{\"format\": ";
+  try {
+    (void)read_json_file(path, "plan");
+    ADD_FAILURE() << "a truncated file was read";
+  } catch (const SpecError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("'" + path + "' is not valid JSON: parse error at line 1"), std::string::npos) << w;
+    EXPECT_EQ(w.find("[json.exception"), std::string::npos) << w;
+  }
 }
 
 TEST(FileFields, DevicesAndHugeFilesAreRefusedBySize) {

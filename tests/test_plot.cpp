@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -55,8 +56,26 @@ TEST(Plot, MalformedTracesAreRejected) {
   EXPECT_THROW(read_chrome_trace(tmp("far.json")), SpecError);
   std::ofstream(tmp("long.json")) << R"({"traceEvents": [{"ph":"X","name":"0F0","ts":0,"dur":1e300}]})";
   EXPECT_THROW(read_chrome_trace(tmp("long.json")), SpecError);
-  std::ofstream(tmp("near.json")) << R"({"traceEvents": [{"ph":"X","name":"0F0","ts":-9e15,"dur":5}]})";
-  EXPECT_DOUBLE_EQ(read_chrome_trace(tmp("near.json")).slices.at(0).end_s, -9e9 + 5e-6);
+  auto one_event = [](const std::string& name, double ts, double dur) {
+    std::ofstream(tmp(name)) << fmt::format(R"({{"traceEvents": [{{"ph":"X","name":"0F0","ts":{},"dur":{}}}]}})", ts,
+                                            dur);
+    return read_chrome_trace(tmp(name));
+  };
+  EXPECT_NEAR(one_event("near.json", 9.19e15, 5).slices.at(0).start_s, 9.19e9, 1e-3);  // inside int64 ns
+  EXPECT_NEAR(one_event("neg.json", -9.19e15, 0).slices.at(0).start_s, -9.19e9, 1e-3);
+  EXPECT_THROW(one_event("past.json", 9.21e15, 0), SpecError);
+  EXPECT_THROW(one_event("ends_past.json", 9.1e15, 2e14), SpecError);       // its end is past the limit
+  EXPECT_THROW(one_event("too_long.json", -9e15, 1.8e16), SpecError);       // a duration past it
+  // A field missing, or of the wrong type, is named with its event.
+  std::ofstream(tmp("nodur.json")) << R"({"traceEvents": [{"ph":"X","name":"0F0","ts":1,"dur":"NaN"}]})";
+  try {
+    read_chrome_trace(tmp("nodur.json"));
+    ADD_FAILURE() << "a string dur was taken";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("complete event 1 ('0F0') needs a number dur, not \"NaN\""),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // A PNG too tall for cairo says why, and that an .svg would do.

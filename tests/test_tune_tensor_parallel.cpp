@@ -180,6 +180,8 @@ TEST(TuneTensorParallel, FilesKeepTheDegreeAndRunsAdoptIt) {
   refused(pj, "tensor_parallel 2 does not divide an MLP width (33)");
   pj["config"].erase("mlp_widths");
   pj["model"] = "mm-tiny";  // its encoder and language blocks split as gpt-tiny's
+  refused(pj, "an mm-tiny profile's config needs 'enc_layers'");
+  pj["config"]["enc_layers"] = 2;
   EXPECT_EQ(parse_profile(pj, "p").tensor_parallel, 2);
   pj["config"]["heads"] = 3;
   refused(pj, "tensor_parallel 2 does not divide the model's heads (3)");

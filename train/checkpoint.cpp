@@ -15,6 +15,7 @@
 #include <iterator>
 
 #include "codelets/splitmix.hpp"
+#include "sim/json_file.hpp"
 #include "graph/input_file.hpp"
 
 namespace rrfp::train {
@@ -146,7 +147,7 @@ Checkpoint decode_checkpoint(const std::vector<char>& b, const std::string& wher
   try {
     c.meta = nlohmann::json::parse(r.str(meta_len));
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(fmt::format("checkpoint '{}' has a malformed header: {}", where, e.what()));
+    throw CheckpointError(fmt::format("checkpoint '{}' has a malformed header: {}", where, json_reason(e)));
   }
   if (!c.meta.is_object())
     throw CheckpointError(fmt::format("checkpoint '{}' has a malformed header: not a JSON object", where));

@@ -50,6 +50,8 @@ std::vector<int> parse_int_list(const std::string& s, const char* flag) {
     int v = 0;
     try {
       v = std::stoi(item, &used);
+    } catch (const std::out_of_range&) {
+      throw SpecError(fmt::format("{} '{}': {} is out of range", flag, s, item));
     } catch (const std::exception&) {
       used = 0;
     }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mpi/mpi_session.hpp"
+#include "sim/json_file.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace rrfp::train {
@@ -117,7 +118,7 @@ void Trainer::Impl::resume() {
     data->set_state(st);
     res.first_step = static_cast<int>(step) + 1;
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(fmt::format("checkpoint '{}' has an incomplete header: {}", where, e.what()));
+    throw CheckpointError(fmt::format("checkpoint '{}' has an incomplete header: {}", where, json_reason(e)));
   }
 }
 
