@@ -158,6 +158,9 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   p.tried = j.value("tried", nlohmann::json::array());
   if (p.devices < 1 || p.microbatches < 1 || p.micro_batch_size < 1)
     throw SpecError(fmt::format("{}: devices, microbatches and micro_batch_size must be at least 1", source));
+  if (!p.memory_bytes.empty() && p.memory_bytes.size() != static_cast<size_t>(p.devices))
+    throw SpecError(fmt::format("{}: 'memory_bytes' lists {} devices, the plan has {}", source, p.memory_bytes.size(),
+                                p.devices));
   if (p.inflight_slack < 0 || p.inflight_slack > kMaxPlanSlack)
     throw SpecError(fmt::format("{}: inflight_slack must be from 0 to {}", source, kMaxPlanSlack));
   if (!(p.memory_limit_bytes >= 0)) throw SpecError(fmt::format("{}: memory_limit_bytes must not be negative", source));

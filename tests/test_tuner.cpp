@@ -236,6 +236,7 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   refused("mirror_reduce", true, "'mirror_reduce' = true must be a string");
   refused("memory_bytes", "x", "'memory_bytes' must be a list of numbers");
   refused("memory_bytes", {1.0, -2.0}, "'memory_bytes' holds -2.0");
+  refused("memory_bytes", {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0}, "'memory_bytes' lists 7 devices, the plan has");
   refused("version", 2147483648LL, "'version' = 2147483648 is out of range");
   // A limit no plan file could hold back is refused before the search.
   TuneOptions limit;
