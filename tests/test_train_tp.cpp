@@ -13,6 +13,7 @@
 #include "runtime/tp_comm.hpp"
 #include "train/data.hpp"
 #include "train/pipeline.hpp"
+#include "tests/tp_helpers.hpp"
 #include "tests/train_helpers.hpp"
 #include "train/reference.hpp"
 #include "train/tp_model.hpp"
@@ -77,25 +78,7 @@ TEST(TrainTensorParallel, GradientsMatchOneMember) {
           execute(h, body, eo);
           ++ran;
 
-          EXPECT_NEAR(pipes[0]->loss(), ref.loss, 1e-5 * std::abs(ref.loss));
-          EXPECT_EQ(pipes[0]->loss(), pipes[1]->loss());
-          size_t at = 0;
-          for (int s = 0; s < S; ++s) {
-            auto g0 = pipes[0]->stage_grads(s), g1 = pipes[1]->stage_grads(s);
-            const auto& params = pipes[0]->stage(s).params();
-            for (size_t i = 0; i < params.size(); ++i, ++at) {
-              const std::string& name = params[i].name;
-              ASSERT_EQ(name, model.all_params()[at].name);
-              const ShardSpec spec = shard_spec(name);
-              if (spec.dim < 0) {
-                EXPECT_TRUE(torch::equal(g0[i], g1[i])) << name << ": replicas disagree";
-              }
-              torch::Tensor full = unshard({g0[i], g1[i]}, spec);
-              EXPECT_TRUE(torch::allclose(full, ref.grads[at], 1e-5, 1e-6))
-                  << name << " max diff " << (full - ref.grads[at]).abs().max().item<float>();
-            }
-          }
-          EXPECT_EQ(at, model.all_params().size());
+          testing::expect_members_match_reference(model, pipes, S, ref);
           for (int d = 0; d < h.devices(); ++d) {
             EXPECT_FALSE(comm.log(d, 0).empty());
             EXPECT_EQ(comm.log(d, 0), comm.log(d, 1)) << "device " << d;

@@ -4,7 +4,8 @@
 // gathered gradients of one iteration match the plain LibTorch reference
 // (T = 1), replicated parameters get bitwise one gradient on both members,
 // and training follows T = 1 step by step with less activation memory per
-// member on the encoder stage, and resumes from its checkpoint exactly.
+// member on the encoder stage, and resumes from its checkpoint exactly (at
+// T = 1 too, within 1e-5).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -12,6 +13,7 @@
 #include "hints/generators.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/tp_comm.hpp"
+#include "tests/tp_helpers.hpp"
 #include "tests/train_helpers.hpp"
 #include "train/mm_model.hpp"
 #include "train/pipeline.hpp"
@@ -84,25 +86,7 @@ TEST(TrainTensorParallelMm, GradientsMatchOneMember) {
     eo.tensor_parallel = 2;
     execute(h, body, eo);
 
-    EXPECT_NEAR(pipes[0]->loss(), ref.loss, 1e-5 * std::abs(ref.loss));
-    EXPECT_EQ(pipes[0]->loss(), pipes[1]->loss());
-    size_t at = 0;
-    for (int s = 0; s < S; ++s) {
-      auto g0 = pipes[0]->stage_grads(s), g1 = pipes[1]->stage_grads(s);
-      const auto& params = pipes[0]->stage(s).params();
-      for (size_t i = 0; i < params.size(); ++i, ++at) {
-        const std::string& name = params[i].name;
-        ASSERT_EQ(name, model.all_params()[at].name);
-        const ShardSpec spec = shard_spec(name);
-        if (spec.dim < 0) {
-          EXPECT_TRUE(torch::equal(g0[i], g1[i])) << name << ": replicas disagree";
-        }
-        const torch::Tensor full = unshard({g0[i], g1[i]}, spec);
-        EXPECT_TRUE(torch::allclose(full, ref.grads[at], 1e-5, 1e-6))
-            << name << " max diff " << (full - ref.grads[at]).abs().max().item<float>();
-      }
-    }
-    EXPECT_EQ(at, model.all_params().size());
+    testing::expect_members_match_reference(model, pipes, S, ref);
     for (int d = 0; d < h.devices(); ++d) {
       EXPECT_FALSE(comm.log(d, 0).empty()) << "device " << d << " ran no all-reduce";
       EXPECT_EQ(comm.log(d, 0), comm.log(d, 1)) << "device " << d;
@@ -140,10 +124,41 @@ TEST(TrainTensorParallelMm, TrainingFollowsOneMember) {
   train(o);
   o.steps = 4;
   o.resume = true;
+  const auto dir1 = dir.string() + "_for_tp1";
+  std::filesystem::remove_all(dir1);
+  std::filesystem::copy(dir, dir1);
   const TrainResult tail = train(o);
   ASSERT_EQ(tail.steps.size(), 2u);
   for (int i = 0; i < 2; ++i) EXPECT_EQ(tail.steps[i].loss, two.steps[2 + i].loss) << "resumed, step " << 3 + i;
+  // ... and at T = 1: the split rule is not only undone by itself.
+  o.tensor_parallel = 1;
+  o.checkpoint_dir = dir1;
+  const TrainResult tail1 = train(o);
+  ASSERT_EQ(tail1.steps.size(), 2u);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NEAR(tail1.steps[i].loss, two.steps[2 + i].loss, 1e-5 * two.steps[2 + i].loss) << "T=1, step " << 3 + i;
   std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir1);
+}
+
+// A task names at most 64 all-reduces (2 a block): mm-tiny's encoder is
+// one stage, so 33 encoder blocks in groups are refused before any work,
+// as is a gpt-tiny stage of 33 blocks (which more stages would fix).
+TEST(TrainTensorParallelMm, AStageOfMoreBlocksThanATasksAllReducesIsRefused) {
+  TrainOptions o;
+  o.model = "mm-tiny";
+  o.gpt = testing::small_gpt(2, 1);
+  o.enc_layers = 33;
+  o.stages = 2;
+  o.steps = 1;
+  o.tensor_parallel = 2;
+  testing::expect_refused(o, "stage 0 holds 33 transformer blocks, more than the 32 whose all-reduces one task may "
+                             "run (mm-tiny's vision encoder is one stage: fewer --enc-layers)");
+  o.model = "gpt-tiny";
+  o.gpt.layers = 33;
+  o.stages = 1;
+  testing::expect_refused(o, "stage 0 holds 33 transformer blocks, more than the 32 whose all-reduces one task may "
+                             "run (more --stages, or another --partition)");
 }
 
 }  // namespace

@@ -131,7 +131,7 @@ torch::Tensor GptTpShard::stage_forward(const StageRange& r, bool first, bool la
 }
 
 void check_tp_stages(const Model& model, const std::vector<StageRange>& stages) {
-  const int most = kMaxCollectivesPerTask / 2;  // a block's pass: 2 all-reduces (F, and B of a split backward)
+  const int most = kMaxCollectivesPerTask / 2;  // a pass (F, B or BW) runs at most 2 all-reduces a block
   for (size_t s = 0; s < stages.size(); ++s) {
     const int blocks = model.blocks_in(stages[s], s == 0);
     if (blocks > most)

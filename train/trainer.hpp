@@ -81,7 +81,7 @@ struct TrainOptions {
   // refused where it would change nothing (one process, --async, no stage
   // with copies on several ranks).
   std::string mirror_reduce;
-  int tensor_parallel = 1;   // gpt-tiny: members per device, Megatron-style (train/tp_model.hpp)
+  int tensor_parallel = 1;   // members per device, Megatron-style (train/tp_model.hpp)
   double mpi_timeout_s = 0;  // under mpirun: seconds without progress on a rank; 0 = the executor's default
   // "" = synchronous (a flush every step); "paci": no flush, per-stage
   // updates after every `microbatches` backwards; "amdp": `directions`
