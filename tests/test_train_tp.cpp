@@ -52,37 +52,10 @@ TEST(TrainTensorParallel, GradientsMatchOneMember) {
           hp.stages = S;
           hp.microbatches = M;
           const Hint h = make_hint(hint, hp);
-          const TaskGraph& g = *h.graph;
-          const int n = g.size();
           SCOPED_TRACE(fmt::format("{} {} S={} M={}", policy, hint, S, M));
           const auto mbs = testing::corpus_batch(cfg, M, 2, 40 + M);
-          const ReferenceStep ref = reference_step(model, mbs);
-
-          std::vector<std::unique_ptr<GptTpShard>> shards;
-          std::vector<std::unique_ptr<Pipeline>> pipes;
-          for (int t = 0; t < 2; ++t) {
-            shards.push_back(std::make_unique<GptTpShard>(model, 2, t));
-            pipes.push_back(std::make_unique<Pipeline>(*shards[t], S, M, /*deterministic=*/true));
-            pipes[t]->begin_step(mbs);
-          }
-          LocalTpComm comm(h.devices(), 2, 20);
-          auto body = [&](int mt) {
-            const int id = mt % n, member = mt / n;
-            const Task& t = g.task(id);
-            TpTaskScope scope(&comm, t.device, member, id);
-            pipes[member]->run(t.kind, t.stage, t.mb);
-          };
-          ExecOptions eo;
-          eo.policy = policy;
-          eo.tensor_parallel = 2;
-          execute(h, body, eo);
+          testing::check_two_members_against_reference(model, h, mbs, policy);
           ++ran;
-
-          testing::expect_members_match_reference(model, pipes, S, ref);
-          for (int d = 0; d < h.devices(); ++d) {
-            EXPECT_FALSE(comm.log(d, 0).empty());
-            EXPECT_EQ(comm.log(d, 0), comm.log(d, 1)) << "device " << d;
-          }
         }
   EXPECT_EQ(ran, 24);
 }

@@ -58,39 +58,13 @@ TEST(TrainTensorParallelMm, GradientsMatchOneMember) {
   ImageSampler smp(5);
   const int M = 4, b = 2;
   const auto mbs = make_image_microbatches(smp.next(M * b), M, b);
-  const ReferenceStep ref = reference_step(model, mbs);
   for (int S : {2, 3}) {
     HintParams hp;
     hp.stages = S;
     hp.microbatches = M;
     const Hint h = make_hint("1f1b", hp);
-    const TaskGraph& g = *h.graph;
-    const int n = g.size();
     SCOPED_TRACE(fmt::format("S={}", S));
-    std::vector<std::unique_ptr<Model>> shards;
-    std::vector<std::unique_ptr<Pipeline>> pipes;
-    for (int t = 0; t < 2; ++t) {
-      shards.push_back(tp_member(model, 2, t));
-      pipes.push_back(std::make_unique<Pipeline>(*shards[t], S, M, /*deterministic=*/true));
-      pipes[t]->begin_step(mbs);
-    }
-    LocalTpComm comm(h.devices(), 2, 20);
-    auto body = [&](int mt) {
-      const int id = mt % n, member = mt / n;
-      const Task& t = g.task(id);
-      TpTaskScope scope(&comm, t.device, member, id);
-      pipes[member]->run(t.kind, t.stage, t.mb);
-    };
-    ExecOptions eo;
-    eo.policy = "rrfp";
-    eo.tensor_parallel = 2;
-    execute(h, body, eo);
-
-    testing::expect_members_match_reference(model, pipes, S, ref);
-    for (int d = 0; d < h.devices(); ++d) {
-      EXPECT_FALSE(comm.log(d, 0).empty()) << "device " << d << " ran no all-reduce";
-      EXPECT_EQ(comm.log(d, 0), comm.log(d, 1)) << "device " << d;
-    }
+    testing::check_two_members_against_reference(model, h, mbs, "rrfp");
   }
 }
 

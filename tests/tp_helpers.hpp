@@ -6,8 +6,12 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "hints/hint.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/tp_comm.hpp"
 #include "train/model.hpp"
 #include "train/pipeline.hpp"
 #include "train/reference.hpp"
@@ -40,6 +44,39 @@ inline void expect_members_match_reference(const Model& model, const std::vector
     }
   }
   EXPECT_EQ(at, model.all_params().size());
+}
+
+// One iteration of `h` on `mbs` by 2 members of `model` on StarPU under
+// `policy`, checked against the reference as above; every device's members
+// entered their all-reduces in one order.
+inline void check_two_members_against_reference(const Model& model, const Hint& h, const std::vector<Microbatch>& mbs,
+                                                const std::string& policy) {
+  const ReferenceStep ref = reference_step(model, mbs);
+  const TaskGraph& g = *h.graph;
+  const int n = g.size(), S = h.spec().stages, M = h.spec().microbatches;
+  std::vector<std::unique_ptr<Model>> shards;
+  std::vector<std::unique_ptr<Pipeline>> pipes;
+  for (int t = 0; t < 2; ++t) {
+    shards.push_back(tp_member(model, 2, t));
+    pipes.push_back(std::make_unique<Pipeline>(*shards[t], S, M, /*deterministic=*/true));
+    pipes[t]->begin_step(mbs);
+  }
+  LocalTpComm comm(h.devices(), 2, 20);
+  auto body = [&](int mt) {
+    const int id = mt % n, member = mt / n;
+    const Task& t = g.task(id);
+    TpTaskScope scope(&comm, t.device, member, id);
+    pipes[member]->run(t.kind, t.stage, t.mb);
+  };
+  ExecOptions eo;
+  eo.policy = policy;
+  eo.tensor_parallel = 2;
+  execute(h, body, eo);
+  expect_members_match_reference(model, pipes, S, ref);
+  for (int d = 0; d < h.devices(); ++d) {
+    EXPECT_FALSE(comm.log(d, 0).empty()) << "device " << d << " ran no all-reduce";
+    EXPECT_EQ(comm.log(d, 0), comm.log(d, 1)) << "device " << d;
+  }
 }
 
 }  // namespace rrfp::train::testing
