@@ -243,6 +243,10 @@ Hint plan_hint(const Plan& p) {
     if (h.spec().pipelines() != 2)
       throw SpecError(fmt::format("{}: schedule '{}' is not bidirectional", p.source, p.schedule));
   } else {
+    if (p.csv.empty())  // e.g. a bidirectional plan whose placement was edited
+      throw SpecError(fmt::format("{}: a {} plan holds its order in 'hint_csv', which is empty (only a "
+                                  "bidirectional placement names a zoo hint in 'schedule' instead)",
+                                  p.source, p.placement));
     h = import_csv(p.csv, p.source + ": hint_csv");
   }
   const PipelineSpec& sp = h.spec();

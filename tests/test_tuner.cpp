@@ -212,8 +212,9 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   j["format"] = "something";
   EXPECT_THROW(parse_plan(j, "bad"), SpecError);
   // Hand-edited fields are named, not silently replaced.
-  auto refused = [&](const char* key, nlohmann::json value, const std::string& message) {
-    nlohmann::json x = plan_json(plan);
+  auto refused = [&](const char* key, nlohmann::json value, const std::string& message,
+                     nlohmann::json x = nlohmann::json()) {
+    if (x.is_null()) x = plan_json(plan);
     x[key] = std::move(value);
     try {
       parse_plan(x, "edited.json");
@@ -237,6 +238,9 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   refused("memory_bytes", "x", "'memory_bytes' must be a list of numbers");
   refused("memory_bytes", {1.0, -2.0}, "'memory_bytes' holds -2.0");
   refused("memory_bytes", {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0}, "'memory_bytes' lists 7 devices, the plan has");
+  j = plan_json(plan);  // a bidirectional plan's placement edited: no order to run
+  j["placement"] = "linear";
+  refused("hint_csv", "", "edited.json: a linear plan holds its order in 'hint_csv', which is empty", j);
   refused("version", 2147483648LL, "'version' = 2147483648 is out of range");
   // A limit no plan file could hold back is refused before the search.
   TuneOptions limit;
