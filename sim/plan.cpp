@@ -177,10 +177,15 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
     throw SpecError(fmt::format("{}: {}", source, e.what()));
   }
   const auto stages = need<nlohmann::json>(j, "stages", source);
-  if (!stages.is_array() || stages.size() != p.counts.size())
+  if (!stages.is_array())
+    throw SpecError(fmt::format("{}: 'stages' = {} must be a list of stage costs", source, stages.dump().substr(0, 40)));
+  if (stages.size() != p.counts.size())
     throw SpecError(fmt::format("{}: 'stages' lists {} stage costs for a partition of {} stages", source,
-                                stages.is_array() ? stages.size() : 0, p.counts.size()));
+                                stages.size(), p.counts.size()));
   for (const auto& s : stages) {
+    if (!s.is_object())
+      throw SpecError(fmt::format("{}: a stage of 'stages' is {}, not an object of its costs (F_ms, B_ms, ...)",
+                                  source, s.dump().substr(0, 40)));
     BaseCost c{need<double>(s, "F_ms", source), need<double>(s, "B_ms", source), need<double>(s, "W_ms", source),
                need<double>(s, "BW_ms", source)};
     for (double ms : {c.f, c.b, c.w, c.bw})  // a pass of over an hour is refused by the simulator too

@@ -241,6 +241,8 @@ TEST(Tuner, PlanFilesRoundTripAndBadOnesAreRefused) {
   j = plan_json(plan);  // a bidirectional plan's placement edited: no order to run
   j["placement"] = "linear";
   refused("hint_csv", "", "edited.json: a linear plan holds its order in 'hint_csv', which is empty", j);
+  refused("stages", nlohmann::json::object(), "'stages' = {} must be a list of stage costs");
+  refused("stages", {5, 5}, "a stage of 'stages' is 5, not an object of its costs");
   refused("version", 2147483648LL, "'version' = 2147483648 is out of range");
   // A limit no plan file could hold back is refused before the search.
   TuneOptions limit;
