@@ -112,9 +112,7 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
   fmt::print("plan {}: {}{} {} partition {}{}; {} (predicted when tuned: {:.3f} ms)\n", f.plan,
              replicas > 1 ? fmt::format("{} replicas of ", replicas) : "", p.placement, p.schedule,
              fmt::join(p.counts, ","),
-             p.tensor_parallel > 1
-                 ? fmt::format(", every device a group of {} tensor-parallel members", p.tensor_parallel)
-                 : "",
+             p.tensor_parallel > 1 ? fmt::format(", every device a group of {} tensor-parallel members", p.tensor_parallel) : "",
              e.complete ? fmt::format("mean step over {} seeds {:.3f} ms", ob.seeds, e.step_s * 1e3)
                           : fmt::format("no step completes under {}", f.policy),
              p.predicted_step_s * 1e3);
@@ -372,8 +370,6 @@ void add_async(CLI::App* sim) {
     if (*method == "amdp" && *data_parallel != 1)  // as rrfp train refuses it
       throw SpecError("--data-parallel is for --method paci: AMDP's directions are its copies of each stage");
     Scenario sc = f->scenario();
-    if (sc.cost.durations && !sc.cost.durations->fused && !sc.cost.durations->mixed)  // PACI and AMDP fuse B and W
-      throw SpecError("sim async runs fused backwards; the --durations trace holds split ones: record it without --split");
     if (sc.comm.mirror_after_graph)
       throw SpecError("sim async reduces each step's gradients before that step's update, as AMDP under mpirun "
                       "does: --mirror-reduce after-graph is a synchronous step's exchange");

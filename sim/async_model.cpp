@@ -25,6 +25,10 @@ AsyncEstimate estimate(const char* method, int stages, int accumulate, int windo
                                 stages, accumulate, window));
   if (!(update_s >= 0) || std::isinf(update_s)) throw SpecError("--update-ms must be a finite number >= 0");
   if (replicas < 1) throw SpecError(fmt::format("{} needs --data-parallel of at least 1 (got {})", method, replicas));
+  if (sc.cost.durations && !sc.cost.durations->fused && !sc.cost.durations->mixed)  // both methods fuse B and W
+    throw SpecError(fmt::format("{} runs fused backwards; the --durations trace holds split ones: record it without "
+                                "--split",
+                                method));
   if (static_cast<long long>(accumulate) * replicas > kMaxMicrobatches)
     throw SpecError(fmt::format("--accumulate {} x --data-parallel {} microbatches a step is over the limit of {}",
                                 accumulate, replicas, kMaxMicrobatches));

@@ -114,7 +114,7 @@ ModelProfile parse_profile_fields(const nlohmann::json& j, const std::string& so
                                 mb.dump().substr(0, 40)));
   if (mb.size() + 1 != p.layers.size())
     throw SpecError(fmt::format("{}: 'message_bytes' needs one entry per cut ({}), has {}", source,
-                                p.layers.size() - 1, mb.is_array() ? mb.size() : 0));
+                                p.layers.size() - 1, mb.size()));
   for (const auto& v : mb) {
     if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxBytes))
       throw SpecError(fmt::format("{}: a message size is not a number in [0, {:g}]", source, kMaxBytes));

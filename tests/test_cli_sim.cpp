@@ -196,7 +196,7 @@ TEST(CliSim, DurationsFromATrainingTrace) {
       {"sim --durations " + trace + " --durations-model gpt-tiny --hint 1f1b --stages 4", "not 'gpt-tiny'"},
       {"sim --durations " + trace + " --variability lognormal:0.3 --hint 1f1b --stages 4", "drop --variability"},
       {"sim async --durations " + std::string(RRFP_SOURCE_DIR) + "/perf/traces/mm-tiny_zb-h1.json --stages 2",
-       "sim async runs fused backwards; the --durations trace holds split ones"},
+       "runs fused backwards; the --durations trace holds split ones"},
       {"sim --durations " + tmp("not_a_trace.json") + " --hint 1f1b --stages 4", "parse error at line 1"},
   };
   for (const Case& c : cases) {
