@@ -1,6 +1,7 @@
 #include "sim/plan.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,10 +21,12 @@ namespace rrfp {
 
 namespace {
 
-nlohmann::json costs_json(const StageCosts& c) {
+// Each stage's costs with the blocks they were summed over, so that a
+// partition edited by hand is caught instead of run with stale costs.
+nlohmann::json costs_json(const StageCosts& c, const std::vector<int>& counts) {
   nlohmann::json st = nlohmann::json::array();
   for (size_t s = 0; s < c.cost.size(); ++s)
-    st.push_back({{"F_ms", c.cost[s].f}, {"B_ms", c.cost[s].b}, {"W_ms", c.cost[s].w}, {"BW_ms", c.cost[s].bw},
+    st.push_back({{"blocks", counts.at(s)}, {"F_ms", c.cost[s].f}, {"B_ms", c.cost[s].b}, {"W_ms", c.cost[s].w}, {"BW_ms", c.cost[s].bw},
                   {"activation_bytes", c.activation_bytes[s]}, {"weight_bytes", c.weight_bytes[s]},
                   {"sigma", c.sigma.empty() ? 0.0 : c.sigma[s]}});
   return st;
@@ -95,7 +98,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"predicted_seeds", p.seeds},
           {"memory_limit_bytes", p.memory_limit_bytes},
           {"memory_bytes", p.memory_bytes},
-          {"stages", costs_json(p.costs)},
+          {"stages", costs_json(p.costs, p.counts)},
           {"message_bytes", p.costs.message_bytes},
           {"link", {{"latency_s", p.latency_s}, {"bandwidth_Bps", p.bandwidth_Bps}, {"link_ms", p.link_ms}}},
           {"mirror_reduce", p.mirror_after_graph ? "after-graph" : "overlap"},
@@ -182,10 +185,17 @@ Plan parse_plan_fields(const nlohmann::json& j, const std::string& source) {
   if (stages.size() != p.counts.size())
     throw SpecError(fmt::format("{}: 'stages' lists {} stage costs for a partition of {} stages", source,
                                 stages.size(), p.counts.size()));
-  for (const auto& s : stages) {
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const auto& s = stages[i];
     if (!s.is_object())
       throw SpecError(fmt::format("{}: a stage of 'stages' is {}, not an object of its costs (F_ms, B_ms, ...)",
                                   source, s.dump().substr(0, 40)));
+    // Absent in plans written before it: those are taken as they are.
+    if (s.contains("blocks") && int_of(s["blocks"], "blocks", source) != p.counts[i])
+      throw SpecError(fmt::format(
+          "{}: stage {}'s costs are of {} blocks, the partition gives it {}: the partition was edited without its "
+          "costs; tune again, or predict it with rrfp sim --profile PROFILE --partition {}",
+          source, i, s["blocks"].dump(), p.counts[i], fmt::join(p.counts, ",")));
     BaseCost c{need<double>(s, "F_ms", source), need<double>(s, "B_ms", source), need<double>(s, "W_ms", source),
                need<double>(s, "BW_ms", source)};
     for (double ms : {c.f, c.b, c.w, c.bw})  // a pass of over an hour is refused by the simulator too

@@ -10,7 +10,9 @@
 #include "graph/input_file.hpp"
 #include "plot/timeline.hpp"
 #include "sim/json_file.hpp"
+#include "sim/plan.hpp"
 #include "sim/profile.hpp"
+#include "sim/tuner.hpp"
 #include "synthetic_profile.hpp"
 
 namespace rrfp {
@@ -94,6 +96,34 @@ TEST(FileFields, TraceTrackIdsAreIntegersAndDistinct) {
   EXPECT_THROW((void)read_chrome_trace(path), SpecError);
   write(18446744073709551615ULL, 0);
   EXPECT_THROW((void)read_chrome_trace(path), SpecError);
+}
+
+// A plan's stage costs were summed over its partition: moving a block by
+// hand would leave both the prediction and `rrfp train --plan`'s memory
+// budget on the old costs, so the edit is refused. Plans from before the
+// check (no "blocks") are read as they are.
+TEST(FileFields, APlanPartitionEditedWithoutItsCostsIsRefused) {
+  TuneOptions o;
+  o.devices = 2;
+  o.microbatches = 4;
+  o.placements = {"linear"};
+  const Plan plan = tune(synthetic({1, 2, 3, 4}), o);
+  ASSERT_EQ(plan.counts.size(), 2u);
+  nlohmann::json j = plan_json(plan);
+  ASSERT_EQ(j["stages"][1]["blocks"], plan.counts[1]);
+  std::swap(j["partition"][0], j["partition"][1]);
+  if (plan.counts[0] == plan.counts[1]) j["partition"] = {plan.counts[0] - 1, plan.counts[1] + 1};
+  try {
+    (void)parse_plan(j, "edited.json");
+    ADD_FAILURE() << "an edited partition was read with its old costs";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("edited.json: stage 0's costs are of " + std::to_string(plan.counts[0]) +
+                                         " blocks, the partition gives it"),
+              std::string::npos)
+        << e.what();
+  }
+  for (auto& s : j["stages"]) s.erase("blocks");  // an older plan: taken as it is
+  EXPECT_NO_THROW((void)parse_plan(j, "old.json"));
 }
 
 }  // namespace
