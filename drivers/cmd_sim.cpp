@@ -19,6 +19,7 @@
 #include "plot/line_chart.hpp"
 #include "plot/render.hpp"
 #include "plot/timeline.hpp"
+#include "sched/memory_budget.hpp"
 #include "sim/async_model.hpp"
 #include "sim/compare.hpp"
 #include "sim/plan.hpp"
@@ -104,9 +105,9 @@ void run_plan(SimFlags& f, Hint& h, Scenario& sc) {
   if (ob.memory_bytes > 0 && sc.memory_budget.empty())  // the order itself needs more: no budget could keep it
     for (int d = 0; d < h.devices(); ++d)
       if (e.memory[d] > ob.memory_bytes)
-        throw SpecError(fmt::format("plan '{}': device {} needs {:.2f} MiB (its order's activation peak, weights and "
-                                    "AdamW state), over the plan's memory limit of {:.2f} MiB",
-                                    f.plan, d, e.memory[d] / 1048576, ob.memory_bytes / 1048576));
+        throw SpecError(fmt::format("plan '{}': device {} needs {} (its order's activation peak, weights and "
+                                    "AdamW state), over the plan's memory limit of {}",
+                                    f.plan, d, mib_text(e.memory[d]), mib_text(ob.memory_bytes)));
   const int replicas = h.devices() / p.devices;
   // A device of a tensor-parallel plan is a group: its profile timed a member.
   fmt::print("plan {}: {}{} {} partition {}{}; {} (predicted when tuned: {:.3f} ms)\n", f.plan,

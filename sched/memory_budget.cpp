@@ -7,6 +7,11 @@
 
 namespace rrfp {
 
+std::string mib_text(double bytes) {
+  const double mib = bytes / 1048576;
+  return mib >= 0.005 || bytes <= 0 ? fmt::format("{:.2f} MiB", mib) : fmt::format("{:.0f} B", bytes);
+}
+
 MemoryBudget::MemoryBudget(const Hint& hint, MemoryBudgetOptions opt) : hint_(hint), opt_(std::move(opt)) {
   if (!enabled()) return;
   const TaskGraph& g = *hint_.graph;
@@ -41,9 +46,9 @@ MemoryBudget::MemoryBudget(const Hint& hint, MemoryBudgetOptions opt) : hint_(hi
     }
     dv.fenwick.assign(dv.prefix.size(), 0);
     if (!(opt_.device_bytes[d] >= static_cast<double>(dv.hint_peak)))
-      throw SpecError(fmt::format("memory budget: device {} may hold {:.2f} MiB of activations, but the hint's own "
-                                  "order holds {:.2f} MiB at its peak there",
-                                  d, opt_.device_bytes[d] / 1048576, static_cast<double>(dv.hint_peak) / 1048576));
+      throw SpecError(fmt::format("memory budget: device {} may hold {} of activations, but the hint's own "
+                                  "order holds {} at its peak there",
+                                  d, mib_text(opt_.device_bytes[d]), mib_text(static_cast<double>(dv.hint_peak))));
   }
 }
 

@@ -10,11 +10,16 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hints/hint.hpp"
 
 namespace rrfp {
+
+// A memory amount for messages: MiB to two decimals, or bytes when that
+// would print 0.00 (a limit of a few bytes is still a limit): "12 B".
+std::string mib_text(double bytes);
 
 struct MemoryBudgetOptions {
   std::vector<double> stage_bytes;   // per model stage: a microbatch's activation

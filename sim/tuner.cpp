@@ -10,6 +10,7 @@
 #include "hints/csv.hpp"
 #include "hints/gen_greedy.hpp"
 #include "hints/generators.hpp"
+#include "sched/memory_budget.hpp"
 
 namespace rrfp {
 
@@ -391,7 +392,7 @@ Plan tune_pipeline(const ModelProfile& prof, const TuneOptions& options) {
     throw SpecError(fmt::format("no placement and schedule fits {} devices and {} blocks{}", o.devices, prof.blocks(),
                                 skips.empty() ? "" : fmt::format(" ({})", fmt::join(skips, "; "))));
   if (!best.fits)
-    throw SpecError(fmt::format("no plan fits {:.1f} MiB per device (the smallest: {})", o.memory_bytes / 1048576,
+    throw SpecError(fmt::format("no plan fits {} per device (the smallest: {})", mib_text(o.memory_bytes),
                                 smallest));
   Plan p;
   p.model = prof.model;

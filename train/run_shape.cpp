@@ -4,6 +4,7 @@
 
 #include "hints/generators.hpp"
 #include "hints/replicate.hpp"
+#include "sched/memory_budget.hpp"
 #include "sim/plan.hpp"
 #include "train/trainer_io.hpp"
 
@@ -56,7 +57,7 @@ ResolvedRun resolve_plan(TrainOptions o) {
     for (int d = 0; d < plan.devices; ++d)
       if (budget.device_bytes[d] < 0)
         throw SpecError(fmt::format("plan '{}': device {}'s weights and AdamW state alone exceed its memory limit of "
-                                    "{:.2f} MiB", o.plan_path, d, plan.memory_limit_bytes / 1048576));
+                                    "{}", o.plan_path, d, mib_text(plan.memory_limit_bytes)));
   }
   return {std::move(o), std::move(h), std::move(budget)};
 }
