@@ -80,6 +80,17 @@ const rrfp_graph_task* graph_arg(const State& s, const starpu_task* task) {
   return nullptr;
 }
 
+// A polling worker hands its core over. It may hold its own sched mutex
+// here (StarPU's driver calls pop_task so); relaxed, the submitter can push
+// to it meanwhile. Unrelaxed, with more workers than cores, a submitter
+// that must lock every worker in turn (starpu_execute_on_each_worker) found
+// each one descheduled inside its pop: a 24-worker start took 25-57 s.
+void yield_relaxed() {
+  starpu_worker_relax_on();
+  sched_yield();
+  starpu_worker_relax_off();
+}
+
 void lock_relaxed(State& s) {
   // A worker may call us holding its own sched mutex; relax so that others
   // can wake it while it waits for our lock.
@@ -173,7 +184,7 @@ starpu_task* pop_task(unsigned sched_ctx) {
     // workers than cores a spinning worker would hold a core for a whole
     // time slice while the worker that has a task waits (ms per hop in our
     // measurements). Yielding hands the core over at once.
-    sched_yield();
+    yield_relaxed();
     return nullptr;
   }
   lock_relaxed(s);
@@ -192,7 +203,7 @@ starpu_task* pop_task(unsigned sched_ctx) {
   // (StarPU may push it after this worker asks again).
   if (!out && slot >= 0 && s.update_group > 0 && !s.drain && s.due[slot] > 0) {
     s.m.unlock();
-    sched_yield();
+    yield_relaxed();
     return nullptr;
   }
   if (!out && mine && s.arb) {
@@ -215,7 +226,7 @@ starpu_task* pop_task(unsigned sched_ctx) {
       }
   }
   s.m.unlock();
-  if (!out) sched_yield();  // as on the cheap path: a polling worker hands its core over
+  if (!out) yield_relaxed();  // as on the cheap path: a polling worker hands its core over
   return out;
 }
 

@@ -39,6 +39,14 @@ TEST(CliTopo, BoundWorkersRunOnTheirPu) {
     EXPECT_EQ(w["runs_on"].get<std::string>(), std::to_string(w["bindid"].get<int>())) << w.dump();
 }
 
+// 64 workers on however few cores start in a second or two: idle workers
+// poll the rrfp policies, and used to yield holding their sched mutex, so
+// StarPU's start-up (which locks each worker in turn) took minutes here.
+TEST(CliTopo, SixtyFourWorkersStartWithoutStarvingTheSubmitter) {
+  const CliResult r = run_cli("topo --devices 64", "STARPU_SCHED=rrfp-wait timeout 60");
+  EXPECT_EQ(r.code, 0) << "exit " << r.code << " (124: still starting after 60 s)\n" << r.out;
+}
+
 TEST(CliTopo, TooManyDevicesIsAClearError) {
   const CliResult r = run_cli("topo --devices 100000");
   EXPECT_EQ(r.code, 2) << r.out;
