@@ -64,7 +64,10 @@ void run(const BenchArgs& a) {
   if (!mpi && !a.cuda && hint.devices() * a.tensor_parallel > max_cpu_workers())
     throw SpecError(fmt::format("{} devices x --tensor-parallel {}: one StarPU CPU worker per device and at most {} here",
                                 hint.devices(), a.tensor_parallel, max_cpu_workers()));
-  refuse_same_output({{"--json", a.json}, {"--trace", a.trace}, {"--collective-log", a.collective_log}});
+  // Under mpirun rank 0 writes, maybe on a file system only it sees.
+  const std::vector<std::pair<const char*, std::string>> outputs = {
+      {"--json", a.json}, {"--trace", a.trace}, {"--collective-log", a.collective_log}};
+  mpi ? refuse_same_output(outputs) : check_outputs(outputs);
   if (!a.collective_log.empty() && a.tensor_parallel < 2)
     throw SpecError("--collective-log needs --tensor-parallel 2 or more");
   BenchConfig cfg;

@@ -17,6 +17,7 @@
 #include "drivers/env_config.hpp"
 #include "drivers/flags.hpp"
 #include "plot/line_chart.hpp"
+#include "plot/picture_file.hpp"
 #include "plot/render.hpp"
 #include "plot/timeline.hpp"
 #include "sched/memory_budget.hpp"
@@ -308,6 +309,7 @@ void add_sweep(CLI::App* sim) {
     std::vector<double> vs;
     for (const std::string& v : split_list(*values, "--values")) vs.push_back(parse_number(v, "--values"));  // "6abc" is not 6
     refuse_what_the_sweep_sets(c, *param);
+    if (!f->picture.empty()) check_outputs({{"--png/--svg", f->picture}}), check_picture_name(f->picture);
     f->cost.link_swept = *param == "link-ms";
     if (f->policy != "rrfp" && f->policy != "rrfp-wait")
       throw SpecError(fmt::format("sim sweep compares a policy with rrfp-fixed: --policy rrfp or rrfp-wait, not '{}'",
@@ -438,7 +440,8 @@ void add_sim_command(CLI::App& app) {
   c->require_subcommand(0, 1);
   c->callback([c, f] {
     if (!c->get_subcommands().empty()) return;
-    refuse_same_output({{"--json", f->json}, {"--trace", f->trace}, {"--png/--svg", f->picture}});
+    check_outputs({{"--json", f->json}, {"--trace", f->trace}, {"--png/--svg", f->picture}});
+    if (!f->picture.empty()) check_picture_name(f->picture);  // before the simulation, not after
     if (!f->plan.empty()) refuse_what_the_plan_fixes(c);
     f->policy_given = c->get_option("--policy")->count() > 0;
     f->slack_given = c->get_option("--inflight-slack")->count() > 0;

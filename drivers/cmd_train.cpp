@@ -148,7 +148,9 @@ void add_train_command(CLI::App& app) {
     if (inflight->count() > 0 && o->executor != "starpu")
       throw SpecError(fmt::format("--inflight-slack raises the rrfp policies' caps; --executor {} has none",
                                   o->executor));
-    refuse_same_output({{"--json", o->json_path}, {"--trace", o->trace_path}});
+    refuse_same_output({{"--json", o->json_path}, {"--trace", o->trace_path},
+                        {"--checkpoint", o->checkpoint_dir.empty() ? "" : (std::filesystem::path(o->checkpoint_dir) /
+                                                                            "checkpoint.rrfp").string()}});
     if (c->count("--checkpoint-every") > 0 && o->checkpoint_dir.empty())
       throw SpecError("--checkpoint-every needs --checkpoint DIR");
     if (accumulate->count() > 0 && microbatches->count() > 0)

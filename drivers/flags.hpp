@@ -2,7 +2,10 @@
 // `rrfp bench`, `rrfp sim` and `rrfp train` spell them the same way.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <filesystem>
@@ -36,8 +39,26 @@ inline void require_output_dir(const std::string& path, const char* flag) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     throw SpecError(fmt::format("{} {}: directory '{}' does not exist", flag, path, dir.string()));
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw SpecError(fmt::format("{} {}: cannot write in '{}'", flag, path, dir.string()));
+  // An existing device or pipe (/dev/stdout) is written in place.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) return;
+  // Outputs are written to a file beside the target and renamed over it:
+  // make one now, so that a directory we cannot write in (/proc, a
+  // read-only mount: access() says yes to root) fails before the work.
+  const std::string probe = (dir / fmt::format(".rrfp-probe-{}", ::getpid())).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    throw SpecError(fmt::format("{} {}: cannot write in '{}': {}", flag, path, dir.string(),
+                                std::system_category().message(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// Two names of one file (./x and x, a symbolic link, x/../x).
+inline std::string output_identity(const std::string& path) {
+  std::error_code ec;  // absolute first: weakly_canonical leaves a relative name of no existing file as it is
+  const std::filesystem::path a = std::filesystem::absolute(path, ec).lexically_normal();
+  const std::filesystem::path p = std::filesystem::weakly_canonical(a, ec);
+  return ec ? a.string() : p.string();
 }
 
 // Two outputs of one command written to one file: the second would
@@ -45,9 +66,16 @@ inline void require_output_dir(const std::string& path, const char* flag) {
 inline void refuse_same_output(const std::vector<std::pair<const char*, std::string>>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (!outputs[i].second.empty() && outputs[i].second == outputs[j].second)
-        throw SpecError(fmt::format("{} and {} both write '{}': one would overwrite the other", outputs[j].first,
-                                    outputs[i].first, outputs[i].second));
+      if (!outputs[i].second.empty() && !outputs[j].second.empty() &&
+          output_identity(outputs[i].second) == output_identity(outputs[j].second))
+        throw SpecError(fmt::format("{} {} and {} {} are one file: one would overwrite the other", outputs[j].first,
+                                    outputs[j].second, outputs[i].first, outputs[i].second));
+}
+
+// Both, for a command whose outputs are all written by this process.
+inline void check_outputs(const std::vector<std::pair<const char*, std::string>>& outputs) {
+  refuse_same_output(outputs);
+  for (const auto& [flag, path] : outputs) require_output_dir(path, flag);
 }
 
 struct HintFlags {

@@ -15,12 +15,19 @@
 
 namespace rrfp {
 
+// The format is the name's: .png or .svg.
+inline bool picture_is_svg(const std::string& path) {
+  auto ends_with = [&](const char* ext) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ext) == 0; };
+  if (!ends_with(".svg") && !ends_with(".png"))
+    throw SpecError(fmt::format("'{}': picture format must be .png or .svg", path));
+  return ends_with(".svg");
+}
+inline void check_picture_name(const std::string& path) { (void)picture_is_svg(path); }
+
 class PictureFile {
  public:
   explicit PictureFile(std::string path) : path_(std::move(path)) {
-    svg_ = ends_with(".svg");
-    if (!svg_ && !ends_with(".png"))
-      throw SpecError(fmt::format("'{}': picture format must be .png or .svg", path_));
+    svg_ = picture_is_svg(path_);
     struct stat st;
     in_place_ = stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
     tmp_ = in_place_ ? path_ : path_ + ".tmp";
@@ -43,10 +50,6 @@ class PictureFile {
   }
 
  private:
-  bool ends_with(const char* ext) const {
-    const std::string e(ext);
-    return path_.size() >= e.size() && path_.compare(path_.size() - e.size(), e.size(), e) == 0;
-  }
   std::string path_, tmp_;
   bool svg_ = false, in_place_ = false, done_ = false;
 };

@@ -294,20 +294,20 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
   expect_refused(t + "--enc-layers 3", "--enc-layers applies to mm-tiny");
   expect_refused(t + "--executor plain --inflight-slack 3", "--executor plain has none");
   expect_refused("train --model mm-tiny --seq-len 32 --steps 1", "--seq-len applies to gpt-tiny");
-  expect_refused(t + "--json same.json --trace same.json", "both write 'same.json'");
+  expect_refused(t + "--json same.json --trace same.json", "--json same.json and --trace same.json are one file");
   expect_refused(t + "--inflight-slack 2147483647", "--inflight-slack: Value 2147483647 not in range");
   expect_refused(t + "--json " + ::testing::TempDir(), "this is a directory");
   expect_refused(t + "--eval-every 1 --eval-microbatches 1500000000", "over 2^24 sequences");
   expect_refused(t + "--seq-len-dist lognormal:", "ends with ':'");  // read as plain lognormal before
   expect_refused(t + "--hint csv:" + std::string(RRFP_SOURCE_DIR) + "/tests/data/reference/zb1p_2rank_2stagep_compute.csv --async paci",
                  "does not accept the hint 'csv:");
-  expect_refused("sim --json same.json --trace same.json", "both write 'same.json'");
+  expect_refused("sim --json same.json --trace same.json", "are one file");
   expect_refused("sim --cost F=1,BW=5 --split", "--cost BW= is the fused backward's cost");
   expect_refused("sim --cost F=0,B=0,W=0,BW=1 --split", "every task of this pipeline would take 0 s");
   expect_refused("sim --fused --hint 1f1b --stages 2 --microbatches 2 --cost F=0,B=1,BW=0",
                  "every task of this pipeline would take 0 s");
   expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --json same.json --trace same.json",
-                 "both write 'same.json'");
+                 "are one file");
   expect_refused("train --model mm-tiny --d-model 16 --layers 2 --mlp-widths 64,64 --steps 1",
                  "--mlp-widths applies to gpt-tiny");
   expect_refused("sim --update-ms 0.2 compare", "which has no --update-ms");
@@ -356,6 +356,32 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
   auto r = run_cli("sim sweep --hint 1f1b --stages 2 --microbatches 4 --param link-ms --values 0.5,1 --link-jitter 0.5 "
                    "--seeds 1");
   EXPECT_EQ(r.code, 0) << r.out;
+}
+
+// Found by a third audit (2026-12-07): two names of one file, the
+// checkpoint among the outputs, and outputs that could not be written
+// found only after all the work.
+TEST(CliInputs, OutputsAreCheckedAsFilesAndBeforeTheWork) {
+  const std::string t = kTrain + "--steps 30 ";
+  const std::string d = ::testing::TempDir() + "rrfp_outputs";
+  expect_refused(t + "--json same.json --trace ./same.json", "--json same.json and --trace ./same.json are one file");
+  expect_refused(t + "--checkpoint " + d + " --json " + d + "/checkpoint.rrfp",
+                 "--json " + d + "/checkpoint.rrfp and --checkpoint");
+  expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --json same.json --trace ./sub/../same.json",
+                 "are one file");
+  expect_refused("sim --json same.svg --svg ./same.svg", "are one file");
+  for (const std::string& late : {t + "--json /proc/rrfp.json", t + "--trace /proc/rrfp.json",
+                                  std::string("bench --hint 1f1b --stages 2 --microbatches 2 --iterations 50 --json /proc/rrfp.json"),
+                                  std::string("sim --stages 64 --microbatches 64 --png x.jpg"),
+                                  std::string("sim sweep --values 0.1,0.2 --png /proc/x.png")}) {
+    const CliResult r = run_cli(late);
+    EXPECT_EQ(r.code, 2) << late << "\n" << r.out;
+    EXPECT_TRUE(r.out.find("cannot write in '/proc'") != std::string::npos ||
+                r.out.find("picture format must be .png or .svg") != std::string::npos)
+        << late << "\n" << r.out;
+    for (const char* work : {"step ", "makespan", "sweep "})  // refused before any step, iteration or point
+      EXPECT_EQ(r.out.find(work), std::string::npos) << late << "\n" << r.out;
+  }
 }
 
 }  // namespace
