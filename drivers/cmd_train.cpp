@@ -183,6 +183,11 @@ void add_train_command(CLI::App& app) {
     o->split = *split ? 1 : (*fused ? 0 : -1);
     o->fail_task = fail_task_from_env();
     o->fail_step = fail_step_from_env();
+    if (o->fail_step > 0 && o->fail_task.empty())  // a fault test that cannot fail would pass
+      throw SpecError("RRFP_FAIL_STEP is set without RRFP_FAIL_TASK: no task would fail");
+    if (o->fail_step > o->steps)
+      throw SpecError(fmt::format("RRFP_FAIL_STEP={} is past the last step (--steps {}): no task would fail",
+                                  o->fail_step, o->steps));
     o->mpi_timeout_s = mpi_timeout_from_env();
     o->multi_rank = launched_under_mpi();
     o->ordered_channels = rank_transport_from_flag(*transport, o->multi_rank, transport_flag) == RankTransportKind::Ordered;

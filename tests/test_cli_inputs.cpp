@@ -252,6 +252,12 @@ TEST(CliInputs, TrainFaultVariablesAreRefusedWhereTheyCannotFire) {
   r = run_cli(kTrain + "--steps 1 --executor plain", "RRFP_FAIL_TASK=opt1");
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("injected failure in the optimizer step of stage 1"), std::string::npos) << r.out;
+  r = run_cli(kTrain + "--steps 3", "RRFP_FAIL_TASK=0F0 RRFP_FAIL_STEP=5");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("RRFP_FAIL_STEP=5 is past the last step (--steps 3)"), std::string::npos) << r.out;
+  r = run_cli(kTrain + "--steps 3", "RRFP_FAIL_STEP=2");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("RRFP_FAIL_STEP is set without RRFP_FAIL_TASK"), std::string::npos) << r.out;
 }
 
 TEST(CliInputs, AJsonFileWithAnythingAfterItsValueIsRefused) {
@@ -308,6 +314,8 @@ TEST(CliInputs, FlagsThatChangedNothingOrWouldHangAreRefused) {
                  "every task of this pipeline would take 0 s");
   expect_refused("bench --hint 1f1b --stages 2 --microbatches 2 --json same.json --trace same.json",
                  "are one file");
+  expect_refused("train --d-model 16 --layers 2 --mlp-widths 2000000000,0 --steps 1",
+                 "block 0 has width 2000000000 (0 = attention only, else from 1 to 1048576)");
   expect_refused("train --model mm-tiny --d-model 16 --layers 2 --mlp-widths 64,64 --steps 1",
                  "--mlp-widths applies to gpt-tiny");
   expect_refused("sim --update-ms 0.2 compare", "which has no --update-ms");

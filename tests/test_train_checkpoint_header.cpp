@@ -15,6 +15,7 @@
 
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
+#include "train/trainer_io.hpp"
 
 namespace rrfp::train {
 namespace {
@@ -121,6 +122,22 @@ TEST(CheckpointDecode, HeadersAndShapesNoRunWritesAreRefused) {
   const Checkpoint back = decode_checkpoint(encode_checkpoint(c), "x");
   ASSERT_EQ(back.tensors.size(), 1u);
   EXPECT_TRUE(back.tensors[0].data.empty());
+}
+
+// A checkpoint of another model is refused as that, not by the first of
+// its fields that happens to sort before "model" (enc_layers did).
+TEST(CheckpointIdentity, AnotherModelIsNamedFirst) {
+  const nlohmann::json meta = {{"model", "gpt-tiny"}, {"gpt", {{"layers", 2}}}, {"seed", 1}};
+  const nlohmann::json want = {{"model", "mm-tiny"}, {"enc_layers", 2}, {"gpt", {{"layers", 4}}}, {"seed", 1}};
+  try {
+    check_identity(want, meta, "ck");
+    ADD_FAILURE() << "another model's checkpoint accepted";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("checkpoint 'ck' was written for model = \"gpt-tiny\", this run has model = "
+                                         "\"mm-tiny\""),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

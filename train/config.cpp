@@ -21,8 +21,8 @@ void GptConfig::validate() const {
                                 mlp_widths.size(), layers));
   for (size_t i = 0; i < mlp_widths.size(); ++i)
     if (mlp_widths[i] < 0 || mlp_widths[i] > 1 << 20)
-      throw SpecError(fmt::format("--mlp-widths: block {} has width {} (0 = attention only, else a positive width)",
-                                  i, mlp_widths[i]));
+      throw SpecError(fmt::format("--mlp-widths: block {} has width {} (0 = attention only, else from 1 to {})",
+                                  i, mlp_widths[i], 1 << 20));
 }
 
 GptConfig gpt_small_config() {

@@ -152,6 +152,8 @@ void check_identity(const nlohmann::json& want, const nlohmann::json& meta, cons
                                       meta.contains(key) ? meta[key].dump() : "nothing", key,
                                       want.contains(key) ? want[key].dump() : "nothing"));
   };
+  // The model first: its other fields (enc_layers, sizes) follow from it.
+  if (want.contains("model") && (!meta.contains("model") || meta["model"] != want["model"])) refuse("model");
   for (auto it = want.begin(); it != want.end(); ++it)
     if (!meta.contains(it.key()) || meta[it.key()] != it.value()) refuse(it.key());
   // Both ways: a checkpoint of an asynchronous run, of a held-out split or
