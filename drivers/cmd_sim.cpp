@@ -63,7 +63,8 @@ struct SimFlags {
     sc.comm.overlap = !no_overlap;
     sc.comm.serialize_links = !parallel_links;
     sc.comm.mirror_after_graph = mirror_after_graph(mirror_reduce);
-    if (act_mb < 0 || weight_mb < 0) throw SpecError("memory sizes must not be negative");
+    if (act_mb < 0 || weight_mb < 0)
+      throw SpecError(fmt::format("{} must not be negative", act_mb < 0 ? "--act-mb" : "--weight-mb"));
     if (act_mb > 1e12 || weight_mb > 1e12)  // an exabyte: sums of them would overflow to inf
       throw SpecError(fmt::format("--act-mb {:g} / --weight-mb {:g}: at most 1e12 MB", act_mb, weight_mb));
     if (!(update_ms >= 0) || std::isinf(update_ms))

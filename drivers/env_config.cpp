@@ -63,7 +63,7 @@ int inflight_slack_from_env() {
   if (s.empty()) return 0;
   long v = 0;
   if (!integer_in(s, 0, 1000000, v))
-    throw SpecError(fmt::format("RRFP_INFLIGHT_SLACK='{}' is not a non-negative integer", s));
+    throw SpecError(fmt::format("RRFP_INFLIGHT_SLACK='{}' is not an integer from 0 to 1000000", s));
   return static_cast<int>(v);
 }
 

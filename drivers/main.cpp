@@ -5,8 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <regex>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "drivers/commands.hpp"
 #include "drivers/env_config.hpp"
@@ -79,6 +82,25 @@ std::string command_words(CLI::App* app, int argc, char** argv) {
 // LibTorch's errors (an allocation that failed, for one) carry the C++
 // stack they were raised from, one "frame #N:" line each: the rest of the
 // message, every joined error included, is what a user can act on.
+// LibTorch's allocator says "[enforce fail at alloc_cpu.cpp:75] err == 0.
+// DefaultCPUAllocator: can't allocate memory: you tried to allocate N
+// bytes. Error code 12 (...)": say what it means and what to change.
+std::string plain_out_of_memory(const std::string& line) {
+  static const std::regex alloc(
+      R"(\[enforce fail at [^\]]*\][^.]*\. DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes\.[^\n]*)");
+  std::smatch m;
+  if (std::regex_search(line, m, alloc)) {
+    const double bytes = std::stod(m[1].str());
+    return m.prefix().str() +
+           fmt::format("out of memory: a tensor of {:.2f} GiB ({} bytes) does not fit in this machine's memory "
+                       "(a smaller --d-model, --seq-len, --micro-batch-size or --layers would)",
+                       bytes / (1024.0 * 1024 * 1024), m[1].str()) +
+           m.suffix().str();
+  }
+  if (line == "std::bad_alloc") return "out of memory (std::bad_alloc)";
+  return line;
+}
+
 std::string without_cpp_stack(const std::string& what) {
   std::string out;
   size_t begin = 0;
@@ -87,7 +109,7 @@ std::string without_cpp_stack(const std::string& what) {
     if (end == std::string::npos) end = what.size();
     const std::string line = what.substr(begin, end - begin);
     if (line.rfind("frame #", 0) != 0 && line.rfind("Exception raised from ", 0) != 0)
-      out += (out.empty() ? "" : "\n") + line;
+      out += (out.empty() ? "" : "\n") + plain_out_of_memory(line);
     begin = end + 1;
   }
   return out;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
@@ -29,7 +30,11 @@ inline void reject_directory(const std::string& path, const char* what) {
 inline std::string read_file_capped(const std::string& path, const char* what, std::size_t max_bytes) {
   reject_directory(path, what);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError(fmt::format("cannot read {} '{}'", what, path));
+  if (!in) {  // say why: a missing file and a forbidden one call for different fixes
+    const int err = errno;
+    throw SpecError(fmt::format("cannot read {} '{}'{}", what, path,
+                                err ? ": " + std::system_category().message(err) : std::string()));
+  }
   std::string text;
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {

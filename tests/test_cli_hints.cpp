@@ -158,7 +158,7 @@ TEST(CliHints, ErrorsExitTwoWithAMessage) {
       {"hints validate " + dead, "device 1 stuck at 1F1"},
       {"hints validate " + junk, "bad cell"},
       {"hints validate " + empty, "empty"},
-      {"hints validate /nonexistent/file.csv", "cannot read schedule"},
+      {"hints validate /nonexistent/file.csv", "cannot read schedule '/nonexistent/file.csv': No such file or directory"},
       {"hints show --hint csv:" + dead, "ERROR HERE"},
   };
   for (const Case& c : cases) {

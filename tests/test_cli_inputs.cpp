@@ -89,6 +89,7 @@ TEST(CliInputs, AsyncFlagsOfTheOtherFormSlowLinksAndSpareDevicesAreRefused) {
   expect_refused("sim --hint 1f1b --cost B=1,I=2", "B is given twice");
   expect_refused("bench --hint 1f1b --unit-ms 1e-320", "--unit-ms 1e-320 must be at least 1e-06");
   expect_refused("sim --hint 1f1b --act-mb 1e308", "at most 1e12 MB");
+  expect_refused("sim --hint 1f1b --weight-mb -1", "--weight-mb must not be negative");
 }
 
 TEST(CliInputs, ADivergedLossStopsTheRunWithoutACheckpoint) {
@@ -390,6 +391,18 @@ TEST(CliInputs, OutputsAreCheckedAsFilesAndBeforeTheWork) {
     for (const char* work : {"step ", "makespan", "sweep "})  // refused before any step, iteration or point
       EXPECT_EQ(r.out.find(work), std::string::npos) << late << "\n" << r.out;
   }
+}
+
+// A model too large for memory: LibTorch's allocator text becomes what it
+// means and what to change. (Not in the sanitizer builds' subset: ASan
+// would abort at a 48 GiB request instead of returning its error.)
+TEST(CliInputs, AModelTooLargeForMemorySaysSo) {
+  const CliResult r = run_cli("train --steps 1 --quiet --d-model 65536 --heads 1 --layers 1");
+  if (r.code == 0) GTEST_SKIP() << "this machine holds 48 GiB tensors";
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("out of memory: a tensor of 48.00 GiB (51539607552 bytes) does not fit"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("enforce fail"), std::string::npos) << r.out;
 }
 
 }  // namespace
