@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -79,28 +78,29 @@ std::string command_words(CLI::App* app, int argc, char** argv) {
   return path;
 }
 
-// LibTorch's errors (an allocation that failed, for one) carry the C++
-// stack they were raised from, one "frame #N:" line each: the rest of the
-// message, every joined error included, is what a user can act on.
 // LibTorch's allocator says "[enforce fail at alloc_cpu.cpp:75] err == 0.
 // DefaultCPUAllocator: can't allocate memory: you tried to allocate N
 // bytes. Error code 12 (...)": say what it means and what to change.
 std::string plain_out_of_memory(const std::string& line) {
-  static const std::regex alloc(
-      R"(\[enforce fail at [^\]]*\][^.]*\. DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes\.[^\n]*)");
-  std::smatch m;
-  if (std::regex_search(line, m, alloc)) {
-    const double bytes = std::stod(m[1].str());
-    return m.prefix().str() +
-           fmt::format("out of memory: a tensor of {:.2f} GiB ({} bytes) does not fit in this machine's memory "
-                       "(a smaller --d-model, --seq-len, --micro-batch-size or --layers would)",
-                       bytes / (1024.0 * 1024 * 1024), m[1].str()) +
-           m.suffix().str();
-  }
   if (line == "std::bad_alloc") return "out of memory (std::bad_alloc)";
-  return line;
+  // No std::regex: GCC 12's <regex> trips -Wmaybe-uninitialized under ASan.
+  const std::string enforce = "[enforce fail at ", tried = "can't allocate memory: you tried to allocate ";
+  const size_t at = line.find(enforce), t = line.find(tried);
+  if (at == std::string::npos || t == std::string::npos || line.find("DefaultCPUAllocator", at) > t) return line;
+  const size_t digits = t + tried.size(), end = line.find(" bytes", digits);
+  if (end == std::string::npos || end == digits ||
+      line.find_first_not_of("0123456789", digits) != end)
+    return line;
+  const std::string n = line.substr(digits, end - digits);
+  return line.substr(0, at) +
+         fmt::format("out of memory: a tensor of {:.2f} GiB ({} bytes) does not fit in this machine's memory "
+                     "(a smaller --d-model, --seq-len, --micro-batch-size or --layers would)",
+                     std::stod(n) / (1024.0 * 1024 * 1024), n);
 }
 
+// LibTorch's errors (an allocation that failed, for one) carry the C++
+// stack they were raised from, one "frame #N:" line each: the rest of the
+// message, every joined error included, is what a user can act on.
 std::string without_cpp_stack(const std::string& what) {
   std::string out;
   size_t begin = 0;

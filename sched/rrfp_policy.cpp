@@ -84,7 +84,7 @@ const rrfp_graph_task* graph_arg(const State& s, const starpu_task* task) {
 // here (StarPU's driver calls pop_task so); relaxed, the submitter can push
 // to it meanwhile. Unrelaxed, with more workers than cores, a submitter
 // that must lock every worker in turn (starpu_execute_on_each_worker) found
-// each one descheduled inside its pop: a 24-worker start took 25-57 s.
+// each one descheduled inside its pop: a 24-worker start took 7-57 s.
 void yield_relaxed() {
   starpu_worker_relax_on();
   sched_yield();
