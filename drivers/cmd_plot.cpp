@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "drivers/commands.hpp"
+#include "drivers/flags.hpp"
 #include "plot/render.hpp"
 #include "plot/timeline.hpp"
 
@@ -13,7 +14,7 @@ void add_plot_command(CLI::App& app) {
   auto out = std::make_shared<std::string>("timeline.png");
   auto title = std::make_shared<std::string>();
   cmd->add_option("trace", *trace, "trace JSON file")->required();
-  cmd->add_option("-o,--output", *out, "picture to write (.png or .svg)");
+  cmd->add_option("-o,--output", *out, "picture to write (.png or .svg)")->check(picture_name());
   cmd->add_option("--title", *title, "title (default: the trace's process name)");
   cmd->callback([trace, out, title] {
     Timeline t = read_chrome_trace(*trace);

@@ -17,7 +17,6 @@
 #include "drivers/env_config.hpp"
 #include "drivers/flags.hpp"
 #include "plot/line_chart.hpp"
-#include "plot/picture_file.hpp"
 #include "plot/render.hpp"
 #include "plot/timeline.hpp"
 #include "sched/memory_budget.hpp"
@@ -304,13 +303,13 @@ void add_sweep(CLI::App* sim) {
       ->capture_default_str();
   c->add_option("--values", *values, "comma-separated values")->capture_default_str();
   c->add_option("--seeds", *seeds, "seeds averaged per point")->capture_default_str();
-  c->add_option("--png,--svg", f->picture, "plot the ratio (.png or .svg)");
+  c->add_option("--png,--svg", f->picture, "plot the ratio (.png or .svg)")->check(picture_name());
   c->callback([c, f, param, values, seeds] {
     refuse_flags_before(c);
     std::vector<double> vs;
     for (const std::string& v : split_list(*values, "--values")) vs.push_back(parse_number(v, "--values"));  // "6abc" is not 6
     refuse_what_the_sweep_sets(c, *param);
-    if (!f->picture.empty()) check_outputs({{"--png/--svg", f->picture}}), check_picture_name(f->picture);
+    check_outputs({{"--png/--svg", f->picture}});
     f->cost.link_swept = *param == "link-ms";
     if (f->policy != "rrfp" && f->policy != "rrfp-wait")
       throw SpecError(fmt::format("sim sweep compares a policy with rrfp-fixed: --policy rrfp or rrfp-wait, not '{}'",
@@ -434,7 +433,7 @@ void add_sim_command(CLI::App& app) {
   c->add_option("--plan", f->plan, "simulate a tuned plan (rrfp tune -o PLAN): its hint, stage costs, link and memory");
   c->add_option("--json", f->json, "write the result as JSON");
   c->add_option("--trace", f->trace, "write a Chrome/Perfetto trace");
-  c->add_option("--png,--svg", f->picture, "draw the timeline (.png or .svg)");
+  c->add_option("--png,--svg", f->picture, "draw the timeline (.png or .svg)")->check(picture_name());
   add_compare(c);
   add_sweep(c);
   add_async(c);
@@ -442,7 +441,6 @@ void add_sim_command(CLI::App& app) {
   c->callback([c, f] {
     if (!c->get_subcommands().empty()) return;
     check_outputs({{"--json", f->json}, {"--trace", f->trace}, {"--png/--svg", f->picture}});
-    if (!f->picture.empty()) check_picture_name(f->picture);  // before the simulation, not after
     if (!f->plan.empty()) refuse_what_the_plan_fixes(c);
     f->policy_given = c->get_option("--policy")->count() > 0;
     f->slack_given = c->get_option("--inflight-slack")->count() > 0;

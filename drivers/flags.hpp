@@ -21,6 +21,7 @@
 #include "codelets/cost_model.hpp"
 #include "hints/generators.hpp"
 #include "hints/replicate.hpp"
+#include "plot/picture_file.hpp"
 #include "sim/profile.hpp"
 #include "train/config.hpp"
 
@@ -76,6 +77,22 @@ inline void refuse_same_output(const std::vector<std::pair<const char*, std::str
 inline void check_outputs(const std::vector<std::pair<const char*, std::string>>& outputs) {
   refuse_same_output(outputs);
   for (const auto& [flag, path] : outputs) require_output_dir(path, flag);
+}
+
+// A picture flag's format (.png or .svg), checked as it is parsed: before
+// any work, not when the drawing is written.
+inline const CLI::Validator& picture_name() {
+  static const CLI::Validator v(
+      [](std::string& path) {
+        try {
+          (void)picture_is_svg(path);
+          return std::string();
+        } catch (const SpecError& e) {
+          return std::string(e.what());
+        }
+      },
+      "", "picture");
+  return v;
 }
 
 struct HintFlags {

@@ -1,4 +1,5 @@
 // rrfp: the command-line entry point. Subcommands register in commands.hpp.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -84,15 +85,13 @@ std::string command_words(CLI::App* app, int argc, char** argv) {
 std::string plain_out_of_memory(const std::string& line) {
   if (line == "std::bad_alloc") return "out of memory (std::bad_alloc)";
   // No std::regex: GCC 12's <regex> trips -Wmaybe-uninitialized under ASan.
-  const std::string enforce = "[enforce fail at ", tried = "can't allocate memory: you tried to allocate ";
-  const size_t at = line.find(enforce), t = line.find(tried);
-  if (at == std::string::npos || t == std::string::npos || line.find("DefaultCPUAllocator", at) > t) return line;
-  const size_t digits = t + tried.size(), end = line.find(" bytes", digits);
-  if (end == std::string::npos || end == digits ||
-      line.find_first_not_of("0123456789", digits) != end)
-    return line;
+  const std::string tried = "DefaultCPUAllocator: can't allocate memory: you tried to allocate ";
+  const size_t t = line.find(tried);
+  if (t == std::string::npos) return line;
+  const size_t digits = t + tried.size(), end = line.find_first_not_of("0123456789", digits);
+  if (end == std::string::npos || end == digits || line.compare(end, 6, " bytes") != 0) return line;
   const std::string n = line.substr(digits, end - digits);
-  return line.substr(0, at) +
+  return line.substr(0, std::min(t, line.find("[enforce fail at "))) +
          fmt::format("out of memory: a tensor of {:.2f} GiB ({} bytes) does not fit in this machine's memory "
                      "(a smaller --d-model, --seq-len, --micro-batch-size or --layers would)",
                      std::stod(n) / (1024.0 * 1024 * 1024), n);

@@ -22,7 +22,6 @@ inline bool picture_is_svg(const std::string& path) {
     throw SpecError(fmt::format("'{}': picture format must be .png or .svg", path));
   return ends_with(".svg");
 }
-inline void check_picture_name(const std::string& path) { (void)picture_is_svg(path); }
 
 class PictureFile {
  public:

@@ -234,31 +234,23 @@ TEST(CliInputs, OverflowsAndBrokenEnvironmentsAreRefused) {
 // RRFP_FAIL_TASK where it cannot fire would let a fault test pass without
 // a fault: refused by name.
 TEST(CliInputs, TrainFaultVariablesAreRefusedWhereTheyCannotFire) {
-  auto r = run_cli("bench --hint 1f1b --stages 2 --microbatches 2", "RRFP_FAIL_TASK=1B0");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("RRFP_FAIL_TASK is set, and only rrfp train reads it: rrfp bench would never fail (it fails a "
-                       "task with RRFP_MPI_FAIL_TASK=LABEL)"),
-            std::string::npos)
-      << r.out;
-  r = run_cli("profile --layers 2 --repetitions 1 -o " + ::testing::TempDir() + "rrfp_never.json",
-              "RRFP_FAIL_STEP=2");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("RRFP_FAIL_STEP is set, and only rrfp train reads it: rrfp profile would never fail"),
-            std::string::npos)
-      << r.out;
-  r = run_cli(kTrain + "--steps 1 --executor plain", "RRFP_FAIL_TASK=1B0");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--executor plain runs no task graph"), std::string::npos) << r.out;
+  auto refused = [](const std::string& args, const std::string& env, const std::string& message) {
+    const CliResult r = run_cli(args, env);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+  };
+  refused("bench --hint 1f1b --stages 2 --microbatches 2", "RRFP_FAIL_TASK=1B0",
+          "RRFP_FAIL_TASK is set, and only rrfp train reads it: rrfp bench would never fail (it fails a "
+          "task with RRFP_MPI_FAIL_TASK=LABEL)");
+  refused("profile --layers 2 --repetitions 1 -o " + ::testing::TempDir() + "rrfp_never.json", "RRFP_FAIL_STEP=2",
+          "RRFP_FAIL_STEP is set, and only rrfp train reads it: rrfp profile would never fail");
+  refused(kTrain + "--steps 1 --executor plain", "RRFP_FAIL_TASK=1B0", "--executor plain runs no task graph");
   // The optimizer's step is a call plain makes: it fails there.
-  r = run_cli(kTrain + "--steps 1 --executor plain", "RRFP_FAIL_TASK=opt1");
+  const CliResult r = run_cli(kTrain + "--steps 1 --executor plain", "RRFP_FAIL_TASK=opt1");
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("injected failure in the optimizer step of stage 1"), std::string::npos) << r.out;
-  r = run_cli(kTrain + "--steps 3", "RRFP_FAIL_TASK=0F0 RRFP_FAIL_STEP=5");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("RRFP_FAIL_STEP=5 is past the last step (--steps 3)"), std::string::npos) << r.out;
-  r = run_cli(kTrain + "--steps 3", "RRFP_FAIL_STEP=2");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("RRFP_FAIL_STEP is set without RRFP_FAIL_TASK"), std::string::npos) << r.out;
+  refused(kTrain + "--steps 3", "RRFP_FAIL_TASK=0F0 RRFP_FAIL_STEP=5", "RRFP_FAIL_STEP=5 is past the last step (--steps 3)");
+  refused(kTrain + "--steps 3", "RRFP_FAIL_STEP=2", "RRFP_FAIL_STEP is set without RRFP_FAIL_TASK");
 }
 
 TEST(CliInputs, AJsonFileWithAnythingAfterItsValueIsRefused) {
